@@ -1,0 +1,76 @@
+//! The one place where failures become HTTP responses.
+//!
+//! Invariant: every error body is JSON `{"status": "error", "error": "..."}`
+//! with the contract's exact text for the cases the contract names; no HTML,
+//! no panic message, no internal detail beyond the one line.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// A request that cannot be served.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// Malformed body or bad field (400).
+    #[error("{0}")]
+    BadRequest(String),
+    /// Token malformed, forged or from another key (400).
+    #[error("Invalid continuation token")]
+    InvalidToken,
+    /// Token past its expiry (400).
+    #[error("Execution expired")]
+    Expired,
+    /// Round already continued (409).
+    #[error("Continuation already used")]
+    AlreadyUsed,
+    /// Round being continued by another request now (409).
+    #[error("Continuation in progress: this round is being continued by another request")]
+    InProgress,
+    /// The execution was cancelled (409).
+    #[error("Execution was cancelled")]
+    Cancelled,
+    /// Unknown or deleted execution (404).
+    #[error("Execution not found or expired")]
+    NotFound,
+    /// Round limit (400).
+    #[error("Exceeded maximum round trips ({0})")]
+    TooManyRounds(usize),
+    /// Missing or wrong API key (401).
+    #[error("Missing or invalid API key")]
+    Unauthorized,
+    /// Body over the size limit (413).
+    #[error("Request body too large (limit {0} bytes)")]
+    TooLarge(usize),
+    /// A stored record that does not decode (500).
+    #[error("{0}")]
+    Corrupt(String),
+    /// The server failed (500 or 503).
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    /// The HTTP status of this error.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest(_)
+            | ApiError::InvalidToken
+            | ApiError::Expired
+            | ApiError::TooManyRounds(_) => StatusCode::BAD_REQUEST,
+            ApiError::AlreadyUsed | ApiError::InProgress | ApiError::Cancelled => StatusCode::CONFLICT,
+            ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Corrupt(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Internal(_) => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = Json(json!({"status": "error", "error": self.to_string()}));
+        (self.status(), body).into_response()
+    }
+}

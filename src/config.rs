@@ -1,0 +1,208 @@
+//! Configuration of `baton serve`: flags, each with a `BATON_*` environment
+//! variable and a default, and the secrets kept in the data directory.
+//!
+//! Invariants:
+//! - Secrets generated on first start are written with owner-only
+//!   permissions (files 0600 in a 0700 directory) before they are used.
+//! - The first signing key given is the one new tokens use; every key given
+//!   is accepted for verification, so keys rotate without breaking tokens.
+
+use std::fs;
+use std::io::{self, Write};
+use std::net::SocketAddr;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use crate::token::{SigningKey, generate_secret};
+
+/// Flags of `baton serve`.
+#[derive(Args, Clone, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "BATON_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Directory of the store and the generated keys.
+    #[arg(long, env = "BATON_DATA_DIR", default_value = "./baton-data")]
+    pub data_dir: PathBuf,
+    /// API keys accepted (comma-separated). When none is given, one is
+    /// generated on first start and kept in `<data-dir>/api_key`.
+    #[arg(long = "api-key", env = "BATON_API_KEYS", value_delimiter = ',')]
+    pub api_keys: Vec<String>,
+    /// Token signing keys as `id:hexsecret` (comma-separated; the first signs
+    /// new tokens, all verify). When none is given, one is generated on first
+    /// start and kept in `<data-dir>/signing_key`.
+    #[arg(long = "signing-key", env = "BATON_SIGNING_KEYS", value_delimiter = ',')]
+    pub signing_keys: Vec<String>,
+    /// How long a paused execution waits for its client, in seconds.
+    #[arg(long, env = "BATON_PAUSED_TTL_SECS", default_value_t = 3600)]
+    pub paused_ttl_secs: u64,
+    /// Maximum number of pauses of one execution.
+    #[arg(long, env = "BATON_MAX_ROUNDS", default_value_t = 20)]
+    pub max_rounds: usize,
+    /// Idle pre-forked children kept ready.
+    #[arg(long, env = "BATON_POOL_SIZE", default_value_t = 4)]
+    pub pool_size: usize,
+    /// Parked children kept in memory; beyond that executions resume cold.
+    #[arg(long, env = "BATON_MAX_PARKED", default_value_t = 256)]
+    pub max_parked: usize,
+    /// Memory each child may allocate, in MiB.
+    #[arg(long, env = "BATON_MEMORY_MB", default_value_t = 256)]
+    pub memory_mb: u64,
+    /// Maximum stdout (and stderr) of one execution, in bytes.
+    #[arg(long, env = "BATON_OUTPUT_CAP", default_value_t = 1 << 20)]
+    pub output_cap: u64,
+    /// Maximum size of the code, in bytes.
+    #[arg(long, env = "BATON_MAX_SOURCE_BYTES", default_value_t = 256 << 10)]
+    pub max_source_bytes: usize,
+    /// Maximum size of a request body, in bytes.
+    #[arg(long, env = "BATON_BODY_LIMIT", default_value_t = 4 << 20)]
+    pub body_limit: usize,
+    /// Seconds between sweeps of expired executions.
+    #[arg(long, env = "BATON_SWEEP_SECS", default_value_t = 60)]
+    pub sweep_secs: u64,
+    /// Log filter (tracing `EnvFilter` syntax).
+    #[arg(long, env = "BATON_LOG", default_value = "info")]
+    pub log: String,
+}
+
+/// Why configuration failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// Reading or writing the data directory failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The failure.
+        source: io::Error,
+    },
+    /// A malformed key.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Keys in force.
+pub struct Secrets {
+    /// Accepted API keys.
+    pub api_keys: Vec<String>,
+    /// Signing keys, the first current.
+    pub signing_keys: Vec<SigningKey>,
+}
+
+/// Resolves keys from flags, or from (or into) the data directory.
+pub fn load_secrets(args: &ServeArgs) -> Result<Secrets, ConfigError> {
+    ensure_private_dir(&args.data_dir)?;
+    let api_keys = if args.api_keys.is_empty() {
+        vec![stored_or_generated(&args.data_dir.join("api_key"), generate_api_key, true)?]
+    } else {
+        args.api_keys.clone()
+    };
+    let signing_specs = if args.signing_keys.is_empty() {
+        let generate = || format!("k1:{}", hex::encode(generate_secret()));
+        vec![stored_or_generated(&args.data_dir.join("signing_key"), generate, false)?]
+    } else {
+        args.signing_keys.clone()
+    };
+    let signing_keys = signing_specs
+        .iter()
+        .map(|spec| parse_signing_key(spec))
+        .collect::<Result<Vec<_>, _>>()?;
+    if api_keys.iter().any(|k| k.trim().is_empty()) {
+        return Err(ConfigError::Invalid("an API key is empty".into()));
+    }
+    Ok(Secrets {
+        api_keys,
+        signing_keys,
+    })
+}
+
+fn generate_api_key() -> String {
+    format!("bt_{}", hex::encode(generate_secret()))
+}
+
+/// Parses `id:hexsecret`.
+pub fn parse_signing_key(spec: &str) -> Result<SigningKey, ConfigError> {
+    let (id, secret) = spec
+        .trim()
+        .split_once(':')
+        .ok_or_else(|| ConfigError::Invalid("a signing key must look like id:hexsecret".into()))?;
+    let secret = hex::decode(secret)
+        .map_err(|_| ConfigError::Invalid(format!("signing key {id:?}: secret is not hex")))?;
+    Ok(SigningKey {
+        id: id.to_owned(),
+        secret,
+    })
+}
+
+fn ensure_private_dir(dir: &Path) -> Result<(), ConfigError> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|source| ConfigError::Io {
+            path: dir.to_owned(),
+            source,
+        })
+}
+
+/// Reads a secret file, or creates it (0600) with a generated value.
+fn stored_or_generated(
+    path: &Path,
+    generate: impl FnOnce() -> String,
+    announce: bool,
+) -> Result<String, ConfigError> {
+    let io_error = |source| ConfigError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    match fs::read_to_string(path) {
+        Ok(text) => return Ok(text.trim().to_owned()),
+        Err(error) if error.kind() != io::ErrorKind::NotFound => return Err(io_error(error)),
+        Err(_) => {}
+    }
+    let value = generate();
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(io_error)?;
+    file.write_all(format!("{value}\n").as_bytes()).map_err(io_error)?;
+    file.sync_all().map_err(io_error)?;
+    if announce {
+        println!("baton: generated API key {value}");
+        println!("baton: it is kept in {} (shown only this once)", path.display());
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn generates_private_secrets_once() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("api_key");
+        let first = stored_or_generated(&path, || "one".into(), false).ok();
+        let second = stored_or_generated(&path, || "two".into(), false).ok();
+        assert_eq!(first.as_deref(), Some("one"));
+        assert_eq!(second.as_deref(), Some("one"));
+        let mode = fs::metadata(&path).map(|m| m.permissions().mode() & 0o777).ok();
+        assert_eq!(mode, Some(0o600));
+    }
+
+    #[test]
+    fn parses_signing_keys() {
+        let key = parse_signing_key("k2:00ff").ok();
+        assert_eq!(key.map(|k| (k.id, k.secret)), Some(("k2".into(), vec![0, 255])));
+        assert!(parse_signing_key("nocolon").is_err());
+        assert!(parse_signing_key("k:zz").is_err());
+    }
+}

@@ -1,0 +1,318 @@
+//! The durable execution record: everything needed to rebuild a paused
+//! execution in a fresh interpreter.
+//!
+//! A paused Python frame cannot be serialized, so the record holds what makes
+//! a replay reach the same point: the source and tools, the seed and clock
+//! bases the code saw, and the journal of rounds (each call with its site,
+//! tool and input, and the result the client gave). Output so far is kept so
+//! that a replay can be checked against it and so that a restart loses none.
+//!
+//! Encoding: the 4-byte magic `BATN`, a little-endian `u16` format version,
+//! then the bincode of [`ExecutionRecord`].
+//!
+//! Architecture Invariant: a record that decodes is internally consistent
+//! (checked by [`ExecutionRecord::validate`] on decode): every completed round
+//! has one result per call, output offsets never exceed the output held, and
+//! the pending round (if any) has at least one call. A replay can therefore
+//! index the record without panicking, whatever bytes the store returned.
+
+use serde::{Deserialize, Serialize};
+
+use crate::tools::ToolDef;
+
+/// The on-disk format version written by this build.
+pub const FORMAT_VERSION: u16 = 1;
+const MAGIC: &[u8; 4] = b"BATN";
+
+/// Why a stored record could not be read.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum JournalError {
+    /// The bytes do not start with the record magic.
+    #[error("execution record is corrupt: bad magic")]
+    BadMagic,
+    /// Written by a build that knows a format this one does not.
+    #[error("execution record has unknown format version {0} (this build reads {FORMAT_VERSION})")]
+    UnknownVersion(u16),
+    /// The body does not decode, or decodes to an inconsistent record.
+    #[error("execution record is corrupt: {0}")]
+    Corrupt(String),
+}
+
+/// The virtual clock's starting point for one stretch of running code.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClockBase {
+    /// Seconds since the Unix epoch, as `time.time()` reports.
+    pub wall: f64,
+    /// Seconds of the monotonic clock, as `time.monotonic()` reports.
+    pub mono: f64,
+}
+
+/// One tool call the code made.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallRecord {
+    /// The id the client sees (`call_...`).
+    pub id: String,
+    /// The rewrite's site id of the call.
+    pub site: u32,
+    /// The original tool name.
+    pub tool: String,
+    /// The keyword arguments as JSON text.
+    pub input: String,
+    /// The user's line of the call.
+    pub line: u32,
+}
+
+/// The answer the client gave to one call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CallResult {
+    /// The tool's result, as JSON text.
+    Value(String),
+    /// The tool failed; the message is raised inside Python.
+    Error(String),
+}
+
+/// Where the code stood when it paused, for operators (not used by replay).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FrameSummary {
+    /// The function the first pending call was made from.
+    pub function: String,
+    /// Its line in the user's source.
+    pub line: u32,
+    /// Locals that render as JSON, as a JSON object text (values truncated).
+    pub locals: String,
+}
+
+/// A round whose results were given.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Round {
+    /// The calls of the round, in the order the code made them.
+    pub calls: Vec<CallRecord>,
+    /// One result per call, same order.
+    pub results: Vec<CallResult>,
+    /// Length in bytes of stdout when the code paused.
+    pub stdout_len: u64,
+    /// Length in bytes of stderr when the code paused.
+    pub stderr_len: u64,
+    /// Where the code stood.
+    pub frame: FrameSummary,
+    /// The clock the code saw after the results came in.
+    pub resume_clock: ClockBase,
+}
+
+/// The round the code is waiting on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PendingRound {
+    /// The calls waiting for results.
+    pub calls: Vec<CallRecord>,
+    /// Length in bytes of stdout when the code paused.
+    pub stdout_len: u64,
+    /// Length in bytes of stderr when the code paused.
+    pub stderr_len: u64,
+    /// Where the code stood.
+    pub frame: FrameSummary,
+}
+
+/// The whole durable state of one execution.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExecutionRecord {
+    /// Random execution id.
+    pub id: [u8; 16],
+    /// The session the execution belongs to.
+    pub session_id: String,
+    /// The Python source as the user wrote it.
+    pub source: String,
+    /// The tools of the start request.
+    pub tools: Vec<ToolDef>,
+    /// Run-time budget over all rounds, in milliseconds.
+    pub timeout_ms: u64,
+    /// Run time used so far, in milliseconds.
+    pub used_ms: u64,
+    /// Seed of every random source the code can reach.
+    pub seed: [u8; 32],
+    /// The interpreter's string hash seed (fixed per build; checked on replay).
+    pub hash_seed: u32,
+    /// The clock the code saw at its start.
+    pub clock0: ClockBase,
+    /// Completed rounds.
+    pub rounds: Vec<Round>,
+    /// The round waiting for results, if paused.
+    pub pending: Option<PendingRound>,
+    /// All stdout so far.
+    pub stdout: String,
+    /// All stderr so far.
+    pub stderr: String,
+}
+
+impl ExecutionRecord {
+    /// Encodes the record with its magic and version.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(256 + self.source.len() + self.stdout.len());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        // Serializing plain data into a Vec cannot fail.
+        if let Err(error) = bincode::serialize_into(&mut out, self) {
+            tracing::error!(%error, "encoding an execution record failed");
+        }
+        out
+    }
+
+    /// Decodes and validates a record.
+    pub fn decode(bytes: &[u8]) -> Result<Self, JournalError> {
+        let body = check_header(bytes)?;
+        let options = bincode_limits(bytes.len());
+        let record: Self = bincode::Options::deserialize(options, body)
+            .map_err(|e| JournalError::Corrupt(e.to_string()))?;
+        record.validate()?;
+        Ok(record)
+    }
+
+    /// Checks the invariants a replay relies on.
+    pub fn validate(&self) -> Result<(), JournalError> {
+        for (index, round) in self.rounds.iter().enumerate() {
+            if round.calls.is_empty() || round.calls.len() != round.results.len() {
+                return Err(JournalError::Corrupt(format!(
+                    "round {} has {} calls and {} results",
+                    index + 1,
+                    round.calls.len(),
+                    round.results.len()
+                )));
+            }
+            self.check_offsets(round.stdout_len, round.stderr_len)?;
+        }
+        if let Some(pending) = &self.pending {
+            if pending.calls.is_empty() {
+                return Err(JournalError::Corrupt("pending round has no calls".into()));
+            }
+            self.check_offsets(pending.stdout_len, pending.stderr_len)?;
+        }
+        Ok(())
+    }
+
+    /// Output offsets must lie inside the output held, on character boundaries.
+    fn check_offsets(&self, out: u64, err: u64) -> Result<(), JournalError> {
+        let fits = |text: &str, at: u64| usize::try_from(at).is_ok_and(|at| text.is_char_boundary(at));
+        if !fits(&self.stdout, out) || !fits(&self.stderr, err) {
+            return Err(JournalError::Corrupt(format!(
+                "output offset {out}/{err} outside the output held ({}/{} bytes)",
+                self.stdout.len(),
+                self.stderr.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The number of pauses so far (completed rounds plus the pending one).
+    pub fn round_count(&self) -> usize {
+        self.rounds.len() + usize::from(self.pending.is_some())
+    }
+
+    /// The execution id as lowercase hex.
+    pub fn id_hex(&self) -> String {
+        hex::encode(self.id)
+    }
+}
+
+fn check_header(bytes: &[u8]) -> Result<&[u8], JournalError> {
+    if bytes.len() < 6 || &bytes[..4] != MAGIC {
+        return Err(JournalError::BadMagic);
+    }
+    let version = u16::from_le_bytes([bytes[4], bytes[5]]);
+    if version != FORMAT_VERSION {
+        return Err(JournalError::UnknownVersion(version));
+    }
+    Ok(&bytes[6..])
+}
+
+/// Bincode options equal to `bincode::serialize`'s, with an allocation limit
+/// so corrupt lengths cannot ask for more memory than the input could hold.
+fn bincode_limits(input_len: usize) -> impl bincode::Options {
+    use bincode::Options;
+    bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .allow_trailing_bytes()
+        .with_limit((input_len as u64).saturating_mul(4).max(4096))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> ExecutionRecord {
+        let call = CallRecord {
+            id: "call_1".into(),
+            site: 0,
+            tool: "get-weather".into(),
+            input: r#"{"city":"SF"}"#.into(),
+            line: 1,
+        };
+        ExecutionRecord {
+            id: [7; 16],
+            session_id: "s".into(),
+            source: "x = await get_weather(city='SF')\nprint(x)\n".into(),
+            tools: vec![],
+            timeout_ms: 60_000,
+            used_ms: 3,
+            seed: [1; 32],
+            hash_seed: 0,
+            clock0: ClockBase { wall: 1.5, mono: 2.5 },
+            rounds: vec![Round {
+                calls: vec![call.clone()],
+                results: vec![CallResult::Value("1".into())],
+                stdout_len: 2,
+                stderr_len: 0,
+                frame: FrameSummary::default(),
+                resume_clock: ClockBase { wall: 3.0, mono: 4.0 },
+            }],
+            pending: Some(PendingRound {
+                calls: vec![call],
+                stdout_len: 3,
+                stderr_len: 0,
+                frame: FrameSummary::default(),
+            }),
+            stdout: "abc".into(),
+            stderr: String::new(),
+        }
+    }
+
+    #[test]
+    fn round_trips() {
+        let record = sample();
+        assert_eq!(ExecutionRecord::decode(&record.encode()), Ok(record));
+    }
+
+    #[test]
+    fn rejects_bad_magic_and_unknown_version() {
+        let mut bytes = sample().encode();
+        bytes[0] = b'X';
+        assert_eq!(ExecutionRecord::decode(&bytes), Err(JournalError::BadMagic));
+        let mut bytes = sample().encode();
+        bytes[4] = 9;
+        assert_eq!(
+            ExecutionRecord::decode(&bytes),
+            Err(JournalError::UnknownVersion(9))
+        );
+    }
+
+    #[test]
+    fn rejects_truncation_and_inconsistency() {
+        let bytes = sample().encode();
+        for cut in [6, 20, bytes.len() / 2, bytes.len() - 1] {
+            assert!(matches!(
+                ExecutionRecord::decode(&bytes[..cut]),
+                Err(JournalError::Corrupt(_))
+            ));
+        }
+        let mut record = sample();
+        record.rounds[0].results.clear();
+        assert!(matches!(
+            ExecutionRecord::decode(&record.encode()),
+            Err(JournalError::Corrupt(_))
+        ));
+        let mut record = sample();
+        record.rounds[0].stdout_len = 99;
+        assert!(matches!(
+            ExecutionRecord::decode(&record.encode()),
+            Err(JournalError::Corrupt(_))
+        ));
+    }
+}

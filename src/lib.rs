@@ -1,0 +1,14 @@
+//! baton: durable programmatic tool calling.
+//!
+//! LLM-written Python runs in sandboxed RustPython children and pauses at every
+//! tool call; a pause is persisted before the client sees its token, so it
+//! survives a restart. See `ARCHITECTURE.md` for the map.
+
+pub mod journal;
+pub mod sandbox;
+pub mod tools;
+pub mod vm;
+
+/// Reports allocation failures of children (see [`vm::oom`]).
+#[global_allocator]
+static ALLOCATOR: vm::oom::ReportingAllocator = vm::oom::ReportingAllocator;

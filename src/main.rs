@@ -1,0 +1,84 @@
+//! The `baton` binary: `baton serve` runs the HTTP service; `baton zygote` is
+//! the sandbox process the server starts itself; `baton program` shows the
+//! program a child would run (the rewrite and its sites; used by the oracle).
+
+use std::io::Read;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use baton::sandbox::limits::ChildRlimits;
+
+#[derive(Parser)]
+#[command(name = "baton", version, about = "Durable programmatic tool calling for LLM-written Python")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the HTTP service.
+    Serve(Box<baton::config::ServeArgs>),
+    /// Internal: the sandbox zygote (started by `serve`, reads fork requests on stdin).
+    #[command(hide = true)]
+    Zygote {
+        #[arg(long, default_value_t = 256)]
+        memory_mb: u64,
+        #[arg(long, default_value_t = 330)]
+        cpu_seconds: u64,
+        #[arg(long, default_value_t = 64)]
+        open_files: u64,
+    },
+    /// Print the program a child would run for the source on stdin, as JSON.
+    Program {
+        /// JSON array of tool definitions (`{"name", "parameters"}`).
+        #[arg(long, default_value = "[]")]
+        tools: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Zygote {
+            memory_mb,
+            cpu_seconds,
+            open_files,
+        } => baton::vm::zygote_main(ChildRlimits {
+            memory_mb,
+            cpu_seconds,
+            open_files,
+        }),
+        Command::Program { tools } => program_command(&tools),
+        Command::Serve(args) => baton::server::run(*args),
+    }
+}
+
+fn program_command(tools: &str) -> ExitCode {
+    let mut source = String::new();
+    if std::io::stdin().read_to_string(&mut source).is_err() {
+        eprintln!("baton program: stdin is not UTF-8");
+        return ExitCode::FAILURE;
+    }
+    let tools: Vec<baton::tools::WireTool> = match serde_json::from_str(tools) {
+        Ok(tools) => tools,
+        Err(error) => {
+            eprintln!("baton program: --tools: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let tools: Vec<_> = tools.into_iter().map(Into::into).collect();
+    let limits = baton::engine::ExecLimits::default();
+    match baton::engine::program::program_json(&source, &tools, &limits) {
+        Ok(json) => {
+            println!("{json}");
+            ExitCode::SUCCESS
+        }
+        Err((error, report)) => {
+            eprint!("{report}");
+            eprintln!("baton program: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! The typed messages between the server and a child, and their framing.
+//!
+//! A frame is a little-endian `u32` length followed by that many bytes of
+//! bincode. The server sends [`ToChild`], the child answers [`FromChild`].
+//! One request, one answer: `Start` or `Resume` is answered by exactly one
+//! `Paused` or `Finished` (or the child dies).
+//!
+//! Architecture Invariant: a frame larger than [`MAX_FRAME`] is refused before
+//! any allocation, so a hostile child cannot make the server allocate at will.
+
+use std::io::{self, Read, Write};
+
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+
+use crate::journal::{CallResult, ClockBase, Round};
+
+/// The largest frame either side accepts (64 MiB).
+pub const MAX_FRAME: usize = 64 << 20;
+
+/// Limits a child enforces on itself (the server enforces the hard ones too).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChildLimits {
+    /// Live run time left for this stretch, in milliseconds.
+    pub budget_ms: u64,
+    /// After the soft interrupt, how long before the child kills itself.
+    pub grace_ms: u64,
+    /// Maximum total stdout, in bytes.
+    pub stdout_cap: u64,
+    /// Maximum total stderr, in bytes.
+    pub stderr_cap: u64,
+    /// Maximum size of one call's input JSON, in bytes.
+    pub max_input_bytes: u64,
+}
+
+/// Everything a fresh child needs to run (and, for a cold resume, replay) an execution.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StartJob {
+    /// JSON for the Python runtime: rewritten source, original source, sites, tools.
+    pub program_json: String,
+    /// Seed of the execution's entropy stream.
+    pub seed: [u8; 32],
+    /// The clock at the start of the code.
+    pub clock0: ClockBase,
+    /// Rounds to answer from the journal before going live.
+    pub replay: Vec<Round>,
+    /// Output recorded by the original run, checked during replay.
+    pub recorded_stdout: String,
+    /// Stderr recorded by the original run, checked during replay.
+    pub recorded_stderr: String,
+    /// Limits for the live part.
+    pub limits: ChildLimits,
+}
+
+/// The server's messages.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ToChild {
+    /// Run a program.
+    Start(Box<StartJob>),
+    /// Results for the pending round.
+    Resume {
+        /// One result per pending call, in call order.
+        results: Vec<CallResult>,
+        /// The clock the code sees from now on.
+        clock: ClockBase,
+        /// Live run time left, in milliseconds.
+        budget_ms: u64,
+    },
+}
+
+/// One call of a pause, as the child reports it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingCall {
+    /// The rewrite's site id.
+    pub site: u32,
+    /// The original tool name.
+    pub tool: String,
+    /// Keyword arguments as JSON text.
+    pub input: String,
+    /// The user's line of the call.
+    pub line: u32,
+}
+
+/// How a program ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ChildOutcome {
+    /// Ran to the end.
+    Completed,
+    /// Ended with an error; the text is the one-line `error` of the contract.
+    Failed(String),
+}
+
+/// The child's messages.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum FromChild {
+    /// The code waits on these calls.
+    Paused {
+        /// The batch, in the order the code made the calls.
+        calls: Vec<PendingCall>,
+        /// [`crate::journal::FrameSummary`] fields as JSON text.
+        frame_json: String,
+        /// Stdout written since the last report.
+        stdout: String,
+        /// Stderr written since the last report.
+        stderr: String,
+        /// Live run time of this stretch, in microseconds.
+        run_us: u64,
+    },
+    /// The code ended.
+    Finished {
+        /// Completed or failed.
+        outcome: ChildOutcome,
+        /// Stdout written since the last report.
+        stdout: String,
+        /// Stderr written since the last report.
+        stderr: String,
+        /// Live run time of this stretch, in microseconds.
+        run_us: u64,
+    },
+    /// Memory allocation failed; the child is about to abort.
+    OutOfMemory,
+}
+
+/// Why a frame could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// The peer closed the socket.
+    #[error("peer closed the connection")]
+    Closed,
+    /// A length prefix above [`MAX_FRAME`].
+    #[error("frame of {0} bytes exceeds the limit")]
+    TooLarge(usize),
+    /// Socket failure.
+    #[error("socket: {0}")]
+    Io(#[from] io::Error),
+    /// Bytes that do not decode.
+    #[error("undecodable frame: {0}")]
+    Decode(String),
+}
+
+/// Serializes a message into a length-prefixed frame.
+pub fn encode_frame<T: Serialize>(message: &T) -> Result<Vec<u8>, FrameError> {
+    let body = bincode::serialize(message).map_err(|e| FrameError::Decode(e.to_string()))?;
+    if body.len() > MAX_FRAME {
+        return Err(FrameError::TooLarge(body.len()));
+    }
+    let mut frame = Vec::with_capacity(4 + body.len());
+    frame.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    frame.extend_from_slice(&body);
+    Ok(frame)
+}
+
+/// Decodes a frame body.
+pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, FrameError> {
+    bincode::deserialize(body).map_err(|e| FrameError::Decode(e.to_string()))
+}
+
+/// Checks a length prefix.
+pub fn frame_len(prefix: [u8; 4]) -> Result<usize, FrameError> {
+    let len = u32::from_le_bytes(prefix) as usize;
+    if len > MAX_FRAME {
+        return Err(FrameError::TooLarge(len));
+    }
+    Ok(len)
+}
+
+/// Writes one frame to a blocking stream.
+pub fn write_frame<T: Serialize>(out: &mut impl Write, message: &T) -> Result<(), FrameError> {
+    out.write_all(&encode_frame(message)?)?;
+    Ok(())
+}
+
+/// Reads one frame from a blocking stream.
+pub fn read_frame<T: DeserializeOwned>(input: &mut impl Read) -> Result<T, FrameError> {
+    let mut prefix = [0u8; 4];
+    read_exact_or_closed(input, &mut prefix)?;
+    let mut body = vec![0u8; frame_len(prefix)?];
+    read_exact_or_closed(input, &mut body)?;
+    decode_body(&body)
+}
+
+fn read_exact_or_closed(input: &mut impl Read, buf: &mut [u8]) -> Result<(), FrameError> {
+    input.read_exact(buf).map_err(|e| match e.kind() {
+        io::ErrorKind::UnexpectedEof => FrameError::Closed,
+        _ => FrameError::Io(e),
+    })
+}
+
+/// Async framing for the server side.
+pub mod nonblocking {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Writes one frame.
+    pub async fn write_frame<T: Serialize>(
+        out: &mut (impl AsyncWriteExt + Unpin),
+        message: &T,
+    ) -> Result<(), FrameError> {
+        out.write_all(&encode_frame(message)?).await?;
+        Ok(())
+    }
+
+    /// Reads one frame.
+    pub async fn read_frame<T: DeserializeOwned>(
+        input: &mut (impl AsyncReadExt + Unpin),
+    ) -> Result<T, FrameError> {
+        let mut prefix = [0u8; 4];
+        read_exact_or_closed(input, &mut prefix).await?;
+        let mut body = vec![0u8; frame_len(prefix)?];
+        read_exact_or_closed(input, &mut body).await?;
+        decode_body(&body)
+    }
+
+    async fn read_exact_or_closed(
+        input: &mut (impl AsyncReadExt + Unpin),
+        buf: &mut [u8],
+    ) -> Result<(), FrameError> {
+        match input.read_exact(buf).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Err(FrameError::Closed),
+            Err(e) => Err(FrameError::Io(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_and_refuse_oversize() {
+        let message = FromChild::Paused {
+            calls: vec![PendingCall {
+                site: 2,
+                tool: "t".into(),
+                input: "{}".into(),
+                line: 4,
+            }],
+            frame_json: "{}".into(),
+            stdout: "hi\n".into(),
+            stderr: String::new(),
+            run_us: 12,
+        };
+        let frame = encode_frame(&message).unwrap_or_default();
+        let back: FromChild = read_frame(&mut &frame[..]).unwrap_or(FromChild::OutOfMemory);
+        assert_eq!(back, message);
+        let huge = ((MAX_FRAME + 1) as u32).to_le_bytes();
+        assert!(matches!(
+            read_frame::<FromChild>(&mut &huge[..]),
+            Err(FrameError::TooLarge(_))
+        ));
+        assert!(matches!(
+            read_frame::<FromChild>(&mut &[][..]),
+            Err(FrameError::Closed)
+        ));
+    }
+}

@@ -1,0 +1,144 @@
+//! `baton serve`: wires configuration, store, engine, service and HTTP
+//! together, runs the background sweeper, and shuts down gracefully.
+//!
+//! Invariant: shutdown stops accepting requests, lets in-flight ones finish,
+//! then flushes the store, so every pause a client holds a token for is on
+//! disk when the process exits.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use tracing_subscriber::EnvFilter;
+
+use crate::api::{AppState, router};
+use crate::config::{ServeArgs, load_secrets};
+use crate::engine::{Engine, EngineConfig};
+use crate::service::{Service, ServiceConfig};
+use crate::store::{SledStore, Store};
+use crate::token::{SigningKey, SigningKeys};
+
+/// Runs the server until SIGINT/SIGTERM.
+pub fn run(args: ServeArgs) -> ExitCode {
+    let filter = EnvFilter::try_new(&args.log).unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_target(false).init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("baton: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("baton: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(args: ServeArgs) -> Result<(), String> {
+    let secrets = load_secrets(&args).map_err(|e| e.to_string())?;
+    let keys = signing_keys(secrets.signing_keys)?;
+    let store: Arc<dyn Store> =
+        Arc::new(SledStore::open(&args.data_dir.join("store")).map_err(|e| e.to_string())?);
+    let engine = Engine::new(engine_config(&args)?).map_err(|e| e.to_string())?;
+    let service = Service::new(
+        engine,
+        store.clone(),
+        keys,
+        ServiceConfig {
+            paused_ttl_secs: args.paused_ttl_secs,
+            ended_ttl_secs: args.paused_ttl_secs,
+            max_rounds: args.max_rounds,
+        },
+    );
+    let recovered = service.recover().map_err(|e| e.to_string())?;
+    if recovered > 0 {
+        tracing::info!(recovered, "rounds left running by the previous process are paused again");
+    }
+    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .map_err(|e| tracing::warn!(error = %e, "metrics disabled"))
+        .ok();
+    let state = Arc::new(AppState {
+        service,
+        api_key_hashes: secrets
+            .api_keys
+            .iter()
+            .map(|k| Sha256::digest(k.as_bytes()).into())
+            .collect(),
+        metrics,
+        body_limit: args.body_limit,
+    });
+    spawn_sweeper(state.clone(), Duration::from_secs(args.sweep_secs.max(1)));
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let address = listener.local_addr().map_err(|e| e.to_string())?;
+    println!("baton: listening on http://{address}");
+    tracing::info!(%address, data_dir = %args.data_dir.display(), "serving");
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .map_err(|e| e.to_string())?;
+    store.flush().map_err(|e| e.to_string())?;
+    tracing::info!("stopped; every paused execution is on disk");
+    Ok(())
+}
+
+fn signing_keys(keys: Vec<SigningKey>) -> Result<SigningKeys, String> {
+    let mut keys = keys.into_iter();
+    let current = keys.next().ok_or("no signing key")?;
+    SigningKeys::new(current, keys.collect()).map_err(|e| format!("signing keys: {e}"))
+}
+
+fn engine_config(args: &ServeArgs) -> Result<EngineConfig, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find my own binary: {e}"))?;
+    let mut config = EngineConfig::new(exe);
+    config.pool_size = args.pool_size;
+    config.max_parked = args.max_parked;
+    config.rlimits.memory_mb = args.memory_mb;
+    config.limits.stdout_cap = args.output_cap;
+    config.limits.stderr_cap = args.output_cap;
+    config.limits.max_source_bytes = args.max_source_bytes;
+    Ok(config)
+}
+
+fn spawn_sweeper(state: Arc<AppState>, every: Duration) {
+    tokio::spawn(async move {
+        let mut interval = tokio::time::interval(every);
+        loop {
+            interval.tick().await;
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            match state.service.sweep(now) {
+                Ok(0) => {}
+                Ok(swept) => tracing::info!(swept, "expired executions removed"),
+                Err(error) => tracing::warn!(%error, "sweep failed"),
+            }
+        }
+    });
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("shutting down");
+}

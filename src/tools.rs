@@ -1,0 +1,79 @@
+//! Tool declarations as the client sends them.
+//!
+//! A [`ToolDef`] is what the client declared: the original name (reported back
+//! in `tool_calls` verbatim), an optional description, and the JSON-Schema of
+//! its parameters kept as JSON text so that it survives bincode in the journal.
+//!
+//! Invariant: the order of `properties` in `parameters` is the order the client
+//! wrote (serde_json's `preserve_order`), because positional arguments are
+//! mapped to names through it.
+
+use serde::{Deserialize, Serialize};
+
+/// One tool of a start request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolDef {
+    /// The name exactly as the client sent it.
+    pub name: String,
+    /// Free text, shown to nobody but kept for inspection.
+    pub description: Option<String>,
+    /// The JSON-Schema of the parameters, as JSON text (`None` when absent).
+    pub parameters: Option<String>,
+}
+
+/// A tool as it arrives in a request (unknown fields ignored).
+#[derive(Clone, Debug, Deserialize)]
+pub struct WireTool {
+    /// Tool name.
+    pub name: String,
+    /// Description.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// JSON-Schema of the parameters.
+    #[serde(default)]
+    pub parameters: Option<serde_json::Value>,
+}
+
+impl From<WireTool> for ToolDef {
+    fn from(wire: WireTool) -> Self {
+        ToolDef {
+            name: wire.name,
+            description: wire.description,
+            parameters: wire
+                .parameters
+                .filter(|p| !p.is_null())
+                .map(|p| p.to_string()),
+        }
+    }
+}
+
+impl ToolDef {
+    /// Names of the parameters in the order of the schema's `properties`.
+    pub fn param_names(&self) -> Vec<String> {
+        let Some(text) = &self.parameters else {
+            return Vec::new();
+        };
+        let Ok(serde_json::Value::Object(schema)) = serde_json::from_str(text) else {
+            return Vec::new();
+        };
+        match schema.get("properties") {
+            Some(serde_json::Value::Object(props)) => props.keys().cloned().collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn param_names_keep_the_written_order() {
+        let tool = ToolDef {
+            name: "t".into(),
+            description: None,
+            parameters: Some(r#"{"type":"object","properties":{"zeta":{},"alpha":{},"mid":{}}}"#.into()),
+        };
+        assert_eq!(tool.param_names(), vec!["zeta", "alpha", "mid"]);
+    }
+}

@@ -1,0 +1,175 @@
+//! `_baton`: the native module through which the Python runtime reaches the
+//! child's [`Host`]: pauses, output, the virtual clock, entropy.
+//!
+//! Invariant: the interpreter of a child runs on one thread, and the host is
+//! installed in that thread's slot before any program code runs; a call made
+//! with no host installed (in the zygote, during warm-up) sees a fixed clock
+//! and a fixed entropy stream and cannot pause.
+
+use std::cell::RefCell;
+
+use rustpython_vm::{PyObjectRef, PyResult, VirtualMachine, builtins::PyTypeRef, pymodule};
+
+use crate::vm::host::{Clock, Entropy, Host, WriteRefused};
+
+thread_local! {
+    static HOST: RefCell<Option<Host>> = const { RefCell::new(None) };
+    static WARMUP: RefCell<(Clock, Entropy)> = RefCell::new((
+        Clock::new(crate::journal::ClockBase { wall: 1_767_225_600.0, mono: 1000.0 }),
+        Entropy::new([0; 32]),
+    ));
+    static CONTROL: RefCell<Option<ControlTypes>> = const { RefCell::new(None) };
+}
+
+/// The runtime's exception classes the host raises.
+#[derive(Clone)]
+pub struct ControlTypes {
+    /// `TimeLimitExceeded`
+    pub time_limit: PyTypeRef,
+    /// `OutputLimitExceeded`
+    pub output_limit: PyTypeRef,
+    /// `NonDeterminismError`
+    pub nondeterminism: PyTypeRef,
+}
+
+/// Installs the execution's host on this thread.
+pub fn install_host(host: Host) {
+    HOST.with(|slot| *slot.borrow_mut() = Some(host));
+}
+
+/// Runs `f` with the installed host, if any.
+pub fn with_host<R>(f: impl FnOnce(&mut Host) -> R) -> Option<R> {
+    HOST.with(|slot| slot.borrow_mut().as_mut().map(f))
+}
+
+/// The runtime's control exception types, once registered.
+pub fn control_types() -> Option<ControlTypes> {
+    CONTROL.with(|slot| slot.borrow().clone())
+}
+
+/// A new exception of one of the control types.
+pub fn control_exception(
+    vm: &VirtualMachine,
+    pick: impl FnOnce(&ControlTypes) -> PyTypeRef,
+    message: &str,
+) -> rustpython_vm::builtins::PyBaseExceptionRef {
+    match control_types() {
+        Some(types) => {
+            let class = pick(&types);
+            match vm.invoke_exception(&class, vec![vm.ctx.new_str(message).into()]) {
+                Ok(exc) => exc,
+                Err(exc) => exc,
+            }
+        }
+        None => vm.new_runtime_error(message.to_owned()),
+    }
+}
+
+#[pymodule]
+pub mod _baton {
+    use super::*;
+    use crate::journal::CallResult;
+    use crate::sandbox::protocol::PendingCall;
+    use rustpython_vm::builtins::PyStrRef;
+    use rustpython_vm::convert::ToPyObject;
+
+    /// Registers the runtime's control exception classes.
+    #[pyfunction]
+    fn register_exceptions(
+        time_limit: PyTypeRef,
+        output_limit: PyTypeRef,
+        nondeterminism: PyTypeRef,
+    ) {
+        CONTROL.with(|slot| {
+            *slot.borrow_mut() = Some(ControlTypes {
+                time_limit,
+                output_limit,
+                nondeterminism,
+            })
+        });
+    }
+
+    /// Appends to stdout (1) or stderr (2).
+    #[pyfunction]
+    fn write(fd: i32, text: PyStrRef, vm: &VirtualMachine) -> PyResult<()> {
+        let text = text.as_wtf8().to_string_lossy().into_owned();
+        match with_host(|host| host.write(fd, &text)) {
+            Some(Err(WriteRefused::OverCap(error))) => {
+                Err(control_exception(vm, |t| t.output_limit.clone(), error))
+            }
+            Some(Ok(())) => Ok(()),
+            None => {
+                if fd == 2 {
+                    eprint!("{text}");
+                } else {
+                    print!("{text}");
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Reads the virtual wall (0) or monotonic (1) clock.
+    #[pyfunction]
+    fn clock(kind: i32) -> f64 {
+        with_host(|host| host.clock.read(kind))
+            .unwrap_or_else(|| WARMUP.with(|w| w.borrow_mut().0.read(kind)))
+    }
+
+    /// Sleeps (live) or advances the clock (replay).
+    #[pyfunction]
+    fn sleep(secs: f64) {
+        if with_host(|host| host.sleep(secs)).is_none() {
+            WARMUP.with(|w| w.borrow_mut().0.advance(secs));
+        }
+    }
+
+    /// The next `n` bytes of the execution's entropy stream.
+    #[pyfunction]
+    fn entropy(n: usize) -> Vec<u8> {
+        let n = n.min(1 << 20);
+        with_host(|host| host.entropy.take(n))
+            .unwrap_or_else(|| WARMUP.with(|w| w.borrow_mut().1.take(n)))
+    }
+
+    /// Pauses on a batch of calls given as parallel lists; returns one
+    /// `(ok, payload)` per call, payload being JSON text or an error message.
+    #[pyfunction]
+    fn pause(
+        sites: Vec<i64>,
+        tools: Vec<String>,
+        inputs: Vec<String>,
+        lines: Vec<i64>,
+        frame: String,
+        vm: &VirtualMachine,
+    ) -> PyResult<PyObjectRef> {
+        let calls: Vec<PendingCall> = sites
+            .into_iter()
+            .zip(tools)
+            .zip(inputs)
+            .zip(lines)
+            .map(|(((site, tool), input), line)| PendingCall {
+                site: u32::try_from(site).unwrap_or(u32::MAX),
+                tool,
+                input,
+                line: u32::try_from(line).unwrap_or(0),
+            })
+            .collect();
+        let answered = with_host(|host| host.pause(calls, frame));
+        let results = match answered {
+            Some(Ok(results)) => results,
+            Some(Err(divergence)) => {
+                return Err(control_exception(vm, |t| t.nondeterminism.clone(), &divergence));
+            }
+            None => return Err(vm.new_runtime_error("no execution to pause".to_owned())),
+        };
+        let items = results
+            .into_iter()
+            .map(|result| match result {
+                CallResult::Value(json) => (true, json).to_pyobject(vm),
+                CallResult::Error(message) => (false, message).to_pyobject(vm),
+            })
+            .collect();
+        Ok(vm.ctx.new_list(items).into())
+    }
+}

@@ -1,0 +1,242 @@
+//! Inside the sandbox processes: the zygote that builds and warms one
+//! interpreter, and the children forked from it that each run one execution.
+//!
+//! The zygote (`baton zygote`, started by the server) builds a RustPython
+//! interpreter with the frozen stdlib, imports the modules LLM code uses and
+//! installs the runtime (`stdlib_shims/baton_runtime.py`), then waits on its
+//! control socket (fd 0). Each fork request gets a fresh socket pair: the child
+//! keeps one end, the server receives the other (with the child's pid) over
+//! the control socket as `SCM_RIGHTS`.
+//!
+//! Invariants:
+//! - The zygote never runs user code and has no Python threads, so a fork
+//!   copies a quiescent interpreter.
+//! - The interpreter runs on one thread with a 64 MiB stack; children continue
+//!   on that same thread, so deep recursion raises RecursionError instead of
+//!   overflowing.
+//! - A child never returns into the zygote's loop: it ends with `_exit`.
+
+pub mod bridge;
+pub mod host;
+pub mod oom;
+
+use std::io::{self, Read};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
+use std::os::unix::net::UnixStream;
+
+use rustpython_vm::{Interpreter, InterpreterBuilder, VirtualMachine, scope::Scope};
+
+use crate::sandbox::limits::ChildRlimits;
+
+/// The Python runtime, frozen into the binary.
+pub const RUNTIME_SOURCE: &str = include_str!("../../stdlib_shims/baton_runtime.py");
+
+/// Modules imported once in the zygote so children start warm.
+const WARM_MODULES: &[&str] = &[
+    "json", "re", "datetime", "math", "statistics", "random", "collections", "itertools",
+    "functools", "string", "textwrap", "decimal", "fractions", "heapq", "bisect",
+    "dataclasses", "enum", "typing", "asyncio", "base64", "hashlib", "uuid", "copy", "pprint",
+    "operator", "traceback", "linecache", "contextlib", "abc", "types", "time", "os",
+    "csv", "io", "struct", "array", "calendar", "difflib", "html", "urllib.parse", "inspect",
+];
+
+/// The hash seed of every interpreter (so `hash(str)` replays exactly).
+pub const HASH_SEED: u32 = 0;
+
+/// Builds the interpreter: frozen stdlib, native stdlib modules, `_baton`,
+/// and a user-signal channel for the run-time watchdog.
+pub fn build_interpreter() -> Interpreter {
+    let mut settings = rustpython_vm::Settings::default();
+    settings.hash_seed = Some(HASH_SEED);
+    settings.buffered_stdio = false;
+    settings.install_signal_handlers = false;
+    settings.import_site = false;
+    settings.isolated = true;
+    settings.ignore_environment = true;
+    settings.user_site_directory = false;
+    let builder = InterpreterBuilder::new().settings(settings);
+    let mut defs = rustpython_stdlib::stdlib_module_defs(&builder.ctx);
+    defs.push(bridge::_baton::module_def(&builder.ctx));
+    builder
+        .add_native_modules(&defs)
+        .add_frozen_modules(rustpython_pylib::FROZEN_STDLIB)
+        .init_hook(|vm| {
+            if let Some(state) = rustpython_vm::common::rc::PyRc::get_mut(&mut vm.state) {
+                state.config.paths.stdlib_dir = Some(rustpython_pylib::LIB_PATH.to_owned());
+            }
+            let (sender, receiver) = rustpython_vm::signal::user_signal_channel();
+            vm.set_user_signal_channel(receiver);
+            let _ = SIGNAL_SENDER.set(sender);
+        })
+        .build()
+}
+
+static SIGNAL_SENDER: std::sync::OnceLock<rustpython_vm::signal::UserSignalSender> =
+    std::sync::OnceLock::new();
+
+/// Imports the warm modules and installs the runtime.
+pub fn warm_up(vm: &VirtualMachine) -> Result<(), String> {
+    let scope = vm.new_scope_with_builtins();
+    let source = format!(
+        "import sys\nsys.modules['_datetime'] = None\nimport {}\n",
+        WARM_MODULES.join(", ")
+    );
+    run_python(vm, scope, &source, "<warm-up>")?;
+    let scope = vm.new_scope_with_builtins();
+    scope
+        .globals
+        .set_item("SOURCE", vm.ctx.new_str(RUNTIME_SOURCE).into(), vm)
+        .map_err(|e| format_exception(vm, e))?;
+    let bootstrap = "import sys, types\n\
+        m = types.ModuleType('baton_runtime')\n\
+        m.__file__ = '<baton_runtime>'\n\
+        sys.modules['baton_runtime'] = m\n\
+        exec(compile(SOURCE, '<baton_runtime>', 'exec'), m.__dict__)\n\
+        m.install()\n\
+        import gc\n\
+        gc.disable()\n\
+        if hasattr(gc, 'freeze'):\n    gc.freeze()\n";
+    run_python(vm, scope, bootstrap, "<bootstrap>")
+}
+
+fn run_python(vm: &VirtualMachine, scope: Scope, source: &str, path: &str) -> Result<(), String> {
+    vm.run_string(scope, source, path)
+        .map(|_| ())
+        .map_err(|e| format_exception(vm, e))
+}
+
+fn format_exception(vm: &VirtualMachine, exc: rustpython_vm::builtins::PyBaseExceptionRef) -> String {
+    let mut text = String::new();
+    let _ = vm.write_exception(&mut text, &exc);
+    text
+}
+
+/// The zygote's entry: build, warm, then fork children on request. Never returns.
+pub fn zygote_main(rlimits: ChildRlimits) -> ! {
+    let spawned = std::thread::Builder::new()
+        .name("zygote".into())
+        .stack_size(64 << 20)
+        .spawn(move || {
+            let interpreter = build_interpreter();
+            interpreter.enter(|vm| {
+                if let Err(error) = warm_up(vm) {
+                    eprintln!("baton zygote: warm-up failed:\n{error}");
+                    host::exit_now();
+                }
+                serve_forks(vm, &rlimits)
+            })
+        });
+    match spawned {
+        Ok(handle) => {
+            let _ = handle.join();
+        }
+        Err(error) => eprintln!("baton zygote: cannot start: {error}"),
+    }
+    std::process::exit(1)
+}
+
+/// Answers fork requests on fd 0 until the server goes away.
+fn serve_forks(vm: &VirtualMachine, rlimits: &ChildRlimits) -> ! {
+    // SAFETY: fd 0 is the control socket the server gave this process.
+    let mut control = unsafe { UnixStream::from_raw_fd(0) };
+    // SAFETY: ignoring SIGCHLD makes the kernel reap children; no handler runs.
+    unsafe {
+        libc::signal(libc::SIGCHLD, libc::SIG_IGN);
+    }
+    let mut command = [0u8; 1];
+    loop {
+        if control.read_exact(&mut command).is_err() {
+            // The server is gone: so are we (children die with us).
+            host::exit_now();
+        }
+        if let Err(error) = fork_child(vm, &control, rlimits) {
+            eprintln!("baton zygote: fork failed: {error}");
+            host::exit_now();
+        }
+    }
+}
+
+fn fork_child(vm: &VirtualMachine, control: &UnixStream, rlimits: &ChildRlimits) -> io::Result<()> {
+    let (server_end, child_end) = UnixStream::pair()?;
+    // SAFETY: the zygote has exactly one thread running (this one), so the
+    // child starts from a consistent copy of the process.
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        0 => {
+            drop(server_end);
+            let control_fd = control.as_raw_fd();
+            child_main(vm, child_end, control_fd, rlimits)
+        }
+        pid => {
+            let sent = crate::sandbox::fdpass::send_fd(control, server_end.as_raw_fd(), pid);
+            drop(server_end);
+            drop(child_end);
+            sent
+        }
+    }
+}
+
+/// A child's whole life: confine, read the job, run, report, exit.
+fn child_main(vm: &VirtualMachine, stream: UnixStream, control_fd: i32, rlimits: &ChildRlimits) -> ! {
+    // SAFETY: closing the zygote's control socket in the child only.
+    unsafe {
+        libc::close(control_fd);
+        libc::signal(libc::SIGCHLD, libc::SIG_DFL);
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+    }
+    let stream_fd = stream.into_raw_fd();
+    if crate::sandbox::limits::confine_child(rlimits, stream_fd).is_err() {
+        host::exit_now();
+    }
+    // SAFETY: we own stream_fd (just taken from the stream).
+    let stream = unsafe { UnixStream::from_raw_fd(stream_fd) };
+    oom::arm(stream_fd);
+    let (mut host, program_json) = match host::Host::from_socket(stream) {
+        Ok(started) => started,
+        Err(_) => host::exit_now(),
+    };
+    let shared = host.shared.clone();
+    host::spawn_watchdog(shared, interrupt_with_time_limit);
+    host.begin();
+    bridge::install_host(host);
+    let error = run_program(vm, &program_json);
+    match bridge::with_host(|host| host.finish(error)) {
+        Some(never) => never,
+        None => host::exit_now(),
+    }
+}
+
+/// Raises `TimeLimitExceeded` in the interpreter at its next check.
+fn interrupt_with_time_limit() {
+    if let Some(sender) = SIGNAL_SENDER.get() {
+        let _ = sender.send(Box::new(|vm| {
+            Err(bridge::control_exception(
+                vm,
+                |t| t.time_limit.clone(),
+                "Time limit exceeded",
+            ))
+        }));
+    }
+}
+
+/// Calls `baton_runtime.run(program_json)`; returns the one-line error, if any.
+fn run_program(vm: &VirtualMachine, program_json: &str) -> Option<String> {
+    let outcome = vm.import("baton_runtime", 0).and_then(|runtime| {
+        let run = runtime.get_attr("run", vm)?;
+        run.call((vm.ctx.new_str(program_json),), vm)
+    });
+    match outcome {
+        Ok(value) if vm.is_none(&value) => None,
+        Ok(value) => Some(
+            value
+                .str(vm)
+                .map(|s| s.as_wtf8().to_string_lossy().into_owned())
+                .unwrap_or_else(|_| "error".into()),
+        ),
+        Err(exc) => {
+            let text = format_exception(vm, exc);
+            let _ = bridge::with_host(|host| host.write(2, &text));
+            Some(text.lines().last().unwrap_or("internal error").to_owned())
+        }
+    }
+}

@@ -1,0 +1,601 @@
+"""baton's runtime inside the interpreter: tool call sites, the event loop
+that batches pending calls into one pause, deterministic time/random/uuid,
+captured output, and the program runner.
+
+It runs in two hosts: the RustPython child (where `_baton` is the native
+bridge to the server) and the CPython oracle harness in tests (where
+`_baton` is a pure-Python fake with the same semantics). Keep it to the
+subset both interpreters share.
+
+Invariants:
+- A pause happens only through `_flush()`, and `_flush()` sends every tool
+  call registered and not yet answered, in registration order. So the batch
+  of a pause is a pure function of the program and the answers so far, which
+  is what makes a replay reach the same pauses.
+- Every source of time and entropy the program can reach goes through
+  `_baton.clock` and `_baton.entropy`, which the host makes deterministic
+  per execution and reproduces on replay.
+"""
+
+import sys
+import json
+import asyncio
+import asyncio.base_events
+import collections.abc
+import time
+import random
+import os
+import traceback
+import linecache
+import builtins
+
+import _baton
+
+SYNC, AWAITED, DEFERRED = "Sync", "Awaited", "Deferred"
+FILENAME = "<string>"
+PyCF_ALLOW_TOP_LEVEL_AWAIT = 0x2000
+CO_COROUTINE = 0x80
+
+
+class ToolError(Exception):
+    """Raised at a tool call site when the client reports the tool failed."""
+
+    def __init__(self, message, tool=None):
+        super().__init__(message)
+        self.tool = tool
+
+
+class _ControlExit(BaseException):
+    """Base of the exceptions the host uses to end a program."""
+
+
+class TimeLimitExceeded(_ControlExit):
+    pass
+
+
+class OutputLimitExceeded(_ControlExit):
+    pass
+
+
+class NonDeterminismError(_ControlExit):
+    pass
+
+
+_baton.register_exceptions(TimeLimitExceeded, OutputLimitExceeded, NonDeterminismError)
+
+# ---------------------------------------------------------------- output
+
+
+class _Stream:
+    """sys.stdout / sys.stderr: every write goes to the host's capture."""
+
+    encoding = "utf-8"
+    errors = "strict"
+
+    def __init__(self, fd, name):
+        self._fd = fd
+        self.name = name
+
+    def write(self, s):
+        if not isinstance(s, str):
+            raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+        _baton.write(self._fd, s)
+        return len(s)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+    def writable(self):
+        return True
+
+    def readable(self):
+        return False
+
+    def fileno(self):
+        raise OSError("captured stream has no file descriptor")
+
+
+# ---------------------------------------------------------------- time
+
+
+def _time():
+    return _baton.clock(0)
+
+
+def _monotonic():
+    return _baton.clock(1)
+
+
+def _ns(f):
+    return lambda: int(f() * 1_000_000_000)
+
+
+_real_localtime = time.localtime
+_real_gmtime = time.gmtime
+_real_strftime = time.strftime
+_real_ctime = time.ctime
+_real_asctime = time.asctime
+
+
+def _localtime(secs=None):
+    return _real_localtime(_time() if secs is None else secs)
+
+
+def _gmtime(secs=None):
+    return _real_gmtime(_time() if secs is None else secs)
+
+
+def _strftime(fmt, t=None):
+    return _real_strftime(fmt, _localtime() if t is None else t)
+
+
+def _ctime(secs=None):
+    return _real_ctime(_time() if secs is None else secs)
+
+
+def _asctime(t=None):
+    return _real_asctime(_localtime() if t is None else t)
+
+
+def _sleep(secs):
+    if secs < 0:
+        raise ValueError("sleep length must be non-negative")
+    _baton.sleep(float(secs))
+
+
+def _install_time():
+    time.time = _time
+    time.time_ns = _ns(_time)
+    for name in ("monotonic", "perf_counter", "process_time", "thread_time"):
+        setattr(time, name, _monotonic)
+        setattr(time, name + "_ns", _ns(_monotonic))
+    time.sleep = _sleep
+    time.localtime = _localtime
+    time.gmtime = _gmtime
+    time.strftime = _strftime
+    time.ctime = _ctime
+    time.asctime = _asctime
+
+
+# ---------------------------------------------------------------- entropy
+
+_real_seed = random.Random.seed
+
+
+def _seed(self, a=None, version=2):
+    if a is None:
+        a = int.from_bytes(_baton.entropy(32), "big")
+    _real_seed(self, a, version)
+
+
+def _urandom(n):
+    return _baton.entropy(int(n))
+
+
+def _install_entropy():
+    random.Random.seed = _seed
+    os.urandom = _urandom
+    os.getrandom = lambda size, flags=0: _baton.entropy(int(size))
+
+
+def _reseed():
+    """Per execution: the global generator restarts from the execution's stream."""
+    random.seed()
+
+
+# ---------------------------------------------------------------- tool calls
+
+_registry = []  # ToolCalls made and not yet sent, in the order they were made
+
+
+class ToolCall:
+    """One call of a tool. Registered when made; answered by a pause.
+
+    Awaiting it waits for its answer. Used as a value without `await` (a
+    deferred call collected in a list, say), it waits on the spot.
+    """
+
+    __slots__ = ("site", "input", "frame", "_done", "_ok", "_value", "_waiters", "_gen")
+
+    def __init__(self, site, tool_input, frame):
+        self.site = site
+        self.input = tool_input
+        self.frame = frame
+        self._done = False
+        self._ok = False
+        self._value = None
+        self._waiters = []
+        self._gen = None
+        _registry.append(self)
+
+    def _resolve(self, ok, value):
+        self._done, self._ok, self._value = True, ok, value
+        self.frame = None
+        for fut in self._waiters:
+            if not fut.done():
+                fut.set_result(None)
+        self._waiters = []
+
+    def result(self):
+        if not self._done:
+            _flush()
+        if self._ok:
+            return self._value
+        raise ToolError(self._value, self.site.tool)
+
+    def __await__(self):
+        if not self._done:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
+            if loop is None:
+                _flush()
+            else:
+                fut = loop.create_future()
+                self._waiters.append(fut)
+                yield from fut
+        return self.result()
+
+    # The coroutine protocol, so asyncio.create_task() accepts a deferred call.
+    def send(self, value):
+        if self._gen is None:
+            self._gen = self.__await__()
+        return self._gen.send(value)
+
+    def throw(self, *exc):
+        if self._gen is None:
+            self._gen = self.__await__()
+        return self._gen.throw(*exc)
+
+    def close(self):
+        if self._gen is not None:
+            self._gen.close()
+
+    # Used as a value: wait for the answer here.
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.result(), name)
+
+    def __getitem__(self, key):
+        return self.result()[key]
+
+    def __iter__(self):
+        return iter(self.result())
+
+    def __len__(self):
+        return len(self.result())
+
+    def __contains__(self, item):
+        return item in self.result()
+
+    def __str__(self):
+        return str(self.result())
+
+    def __repr__(self):
+        return repr(self.result())
+
+    def __format__(self, spec):
+        return format(self.result(), spec)
+
+    def __bool__(self):
+        return bool(self.result())
+
+    def __eq__(self, other):
+        return self.result() == other
+
+    def __ne__(self, other):
+        return self.result() != other
+
+    def __lt__(self, other):
+        return self.result() < other
+
+    def __le__(self, other):
+        return self.result() <= other
+
+    def __gt__(self, other):
+        return self.result() > other
+
+    def __ge__(self, other):
+        return self.result() >= other
+
+    def __add__(self, other):
+        return self.result() + other
+
+    def __radd__(self, other):
+        return other + self.result()
+
+    def __int__(self):
+        return int(self.result())
+
+    def __float__(self):
+        return float(self.result())
+
+    __hash__ = object.__hash__
+
+
+collections.abc.Coroutine.register(ToolCall)
+
+
+class Site:
+    """The callable a rewritten call site names: `_ck[3](city="SF")`."""
+
+    __slots__ = ("id", "tool", "python", "params", "mode", "line", "max_input")
+
+    def __init__(self, site_id, tool, python, params, mode, line, max_input):
+        self.id = site_id
+        self.tool = tool
+        self.python = python
+        self.params = params
+        self.mode = mode
+        self.line = line
+        self.max_input = max_input
+
+    def __call__(self, *args, **kwargs):
+        call = ToolCall(self, self._input(args, kwargs), sys._getframe(1))
+        if self.mode == SYNC:
+            return call.result()
+        return call
+
+    def _input(self, args, kwargs):
+        if len(args) > len(self.params):
+            raise TypeError(
+                "%s() takes %d positional argument%s but %d %s given"
+                % (self.python, len(self.params), "" if len(self.params) == 1 else "s",
+                   len(args), "was" if len(args) == 1 else "were")
+            )
+        tool_input = {}
+        for name, value in zip(self.params, args):
+            tool_input[name] = value
+        for name, value in kwargs.items():
+            if name in tool_input:
+                raise TypeError("%s() got multiple values for argument '%s'" % (self.python, name))
+            tool_input[name] = value
+        try:
+            text = json.dumps(tool_input, ensure_ascii=False, allow_nan=False, default=_jsonable)
+        except (TypeError, ValueError) as e:
+            raise TypeError("%s(): arguments must be JSON values: %s" % (self.python, e)) from None
+        if len(text) > self.max_input:
+            raise ValueError("%s(): input of %d bytes exceeds the limit of %d" % (self.python, len(text), self.max_input))
+        return text
+
+
+def _jsonable(value):
+    if isinstance(value, ToolCall):
+        return value.result()
+    raise TypeError("Object of type %s is not JSON serializable" % type(value).__name__)
+
+
+_real_default = json.JSONEncoder.default
+
+
+def _encoder_default(self, o):
+    if isinstance(o, ToolCall):
+        return o.result()
+    return _real_default(self, o)
+
+
+def _frame_summary(frame):
+    if frame is None:
+        return json.dumps({"function": "", "line": 0, "locals": "{}"})
+    shown = {}
+    for name, value in list(frame.f_locals.items())[:40]:
+        if name.startswith("__") or name in _hidden_names:
+            continue
+        try:
+            text = json.dumps(value, default=_frame_default)
+        except (TypeError, ValueError, RecursionError):
+            continue
+        if len(text) > 200:
+            text = json.dumps(text[:197] + "...")
+        shown[name] = json.loads(text)
+    return json.dumps({
+        "function": frame.f_code.co_name,
+        "line": frame.f_lineno,
+        "locals": json.dumps(shown),
+    })
+
+
+def _frame_default(value):
+    raise TypeError("not shown")
+
+
+_hidden_names = set()
+
+
+def _flush():
+    """Pause: send every unanswered call, wait for the answers, deliver them."""
+    batch = [call for call in _registry if not call._done]
+    del _registry[:]
+    if not batch:
+        return
+    frame = _frame_summary(batch[0].frame)
+    answers = _baton.pause(
+        [c.site.id for c in batch],
+        [c.site.tool for c in batch],
+        [c.input for c in batch],
+        [c.site.line for c in batch],
+        frame,
+    )
+    for call, (ok, payload) in zip(batch, answers):
+        call._resolve(ok, json.loads(payload) if ok else payload)
+
+
+# ---------------------------------------------------------------- event loop
+
+
+class _Deadlock(RuntimeError):
+    pass
+
+
+class _IdleSelector:
+    """Stands where a selector would: the loop asks it to wait when idle."""
+
+    def select(self, timeout):
+        if timeout is not None and timeout <= 0:
+            return []
+        if _registry:
+            _flush()
+            return []
+        if timeout is None:
+            raise _Deadlock(
+                "the program awaits something that can never complete "
+                "(no task can run and no tool call is pending)"
+            )
+        _baton.sleep(timeout)
+        return []
+
+    def close(self):
+        pass
+
+
+class EventLoop(asyncio.base_events.BaseEventLoop):
+    """asyncio's base loop with no I/O: idle means 'pause for tool calls'."""
+
+    def __init__(self):
+        super().__init__()
+        self._selector = _IdleSelector()
+
+    def _process_events(self, event_list):
+        pass
+
+    def _write_to_self(self):
+        pass
+
+    def close(self):
+        super().close()
+
+
+class _Policy(asyncio.DefaultEventLoopPolicy):
+    _loop_factory = EventLoop
+
+
+def _install_loop():
+    asyncio.set_event_loop_policy(_Policy())
+
+
+# ---------------------------------------------------------------- running a program
+
+
+class _Tools:
+    """The `tools` namespace: `tools.get_weather(...)` outside rewritten sites."""
+
+    def __init__(self, funcs):
+        self.__dict__.update(funcs)
+
+    def __repr__(self):
+        return "<tools: %s>" % ", ".join(sorted(self.__dict__))
+
+
+def _plain_site(tool, python, params, max_input):
+    """A tool function for calls the rewrite did not see (aliases, getattr)."""
+    site = Site(-1, tool, python, params, DEFERRED, 0, max_input)
+
+    def call(*args, **kwargs):
+        frame = sys._getframe(1)
+        site.line = frame.f_lineno
+        return ToolCall(site, site._input(args, kwargs), frame)
+
+    call.__name__ = call.__qualname__ = python
+    return call
+
+
+def _globals_for(program):
+    max_input = program.get("max_input_bytes", 1 << 20)
+    tools = program["tools"]
+    funcs = {}
+    for t in tools:
+        funcs[t["python"]] = _plain_site(t["original"], t["python"], t["params"], max_input)
+    sites = []
+    for s in program["sites"]:
+        t = tools[s["tool"]]
+        sites.append(Site(s["id"], t["original"], t["python"], t["params"], s["mode"], s["line"], max_input))
+    g = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
+    g.update(funcs)
+    if "tools" not in funcs:
+        g["tools"] = _Tools(funcs)
+    g[program["marker"]] = sites
+    g["ToolError"] = ToolError
+    _hidden_names.clear()
+    _hidden_names.update(g)
+    return g
+
+
+def _run_code(code, g):
+    if code.co_flags & CO_COROUTINE:
+        loop = EventLoop()
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(eval(code, g))
+        finally:
+            asyncio.set_event_loop(None)
+    else:
+        exec(code, g)
+
+
+def _error_line(exc):
+    if isinstance(exc, TimeLimitExceeded):
+        return "Time limit exceeded"
+    if isinstance(exc, MemoryError):
+        return "Out of memory"
+    if isinstance(exc, (OutputLimitExceeded, NonDeterminismError)):
+        return str(exc)
+    text = "%s: %s" % (type(exc).__name__, exc) if str(exc) else type(exc).__name__
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _report(exc):
+    """A CPython-style traceback on stderr, without the runtime's own frames."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != FILENAME:
+        tb = tb.tb_next
+    if isinstance(exc, (OutputLimitExceeded, NonDeterminismError)):
+        return
+    try:
+        lines = traceback.format_exception(type(exc), exc, tb)
+    except Exception:
+        lines = ["%s\n" % _error_line(exc)]
+    if tb is None and lines and lines[0].startswith("Traceback"):
+        lines = lines[1:]
+    sys.stderr.write("".join(lines))
+
+
+def run(program_json):
+    """Runs one program. Returns None on success, else the one-line error."""
+    program = json.loads(program_json)
+    sys.stdout = _Stream(1, "<stdout>")
+    sys.stderr = _Stream(2, "<stderr>")
+    _reseed()
+    original = program["original"]
+    linecache.cache[FILENAME] = (len(original), None, original.splitlines(True), FILENAME)
+    sys.setrecursionlimit(program.get("recursion_limit", 1000))
+    try:
+        g = _globals_for(program)
+        code = compile(program["source"], FILENAME, "exec", flags=PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+        _run_code(code, g)
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            if not isinstance(e.code, int):
+                sys.stderr.write("%s\n" % (e.code,))
+            return "SystemExit: %s" % (e.code,)
+        return None
+    except BaseException as e:
+        _report(e)
+        return _error_line(e)
+    return None
+
+
+def install():
+    """Once per interpreter, before any program: patch the modules."""
+    _install_time()
+    _install_entropy()
+    _install_loop()
+    json.JSONEncoder.default = _encoder_default

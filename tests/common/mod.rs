@@ -1,0 +1,174 @@
+//! Helpers shared by the integration tests: an engine with real children,
+//! the CPython oracle, and small conveniences.
+
+#![allow(dead_code)]
+
+pub mod server;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use baton::engine::{ClockSource, Engine, EngineConfig, ExecutionSpec, Step};
+use baton::journal::{CallResult, ExecutionRecord};
+use baton::tools::{ToolDef, WireTool};
+use serde_json::Value;
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The fixed clock the oracle uses too.
+pub const WALL0: f64 = 1_767_225_600.0;
+/// Seconds between rounds on the fixed clock.
+pub const STEP: f64 = 2.5;
+
+/// An engine whose children come from the built binary, on the fixed clock.
+pub fn engine() -> Arc<Engine> {
+    engine_with(|_| {})
+}
+
+/// An engine with adjusted configuration.
+pub fn engine_with(adjust: impl FnOnce(&mut EngineConfig)) -> Arc<Engine> {
+    let mut config = EngineConfig::new(PathBuf::from(env!("CARGO_BIN_EXE_baton")));
+    config.pool_size = 2;
+    config.clock = ClockSource::Fixed { wall0: WALL0, step: STEP };
+    adjust(&mut config);
+    Engine::new(config).unwrap_or_else(|e| panic!("engine: {e}"))
+}
+
+/// Tools from request-style JSON.
+pub fn tools(json: &str) -> Vec<ToolDef> {
+    let wire: Vec<WireTool> = serde_json::from_str(json).unwrap_or_else(|e| panic!("tools: {e}"));
+    wire.into_iter().map(Into::into).collect()
+}
+
+/// The corpus tool set.
+pub fn corpus_tools() -> Vec<ToolDef> {
+    let text = std::fs::read_to_string(root().join("tests/oracle/tools.json"))
+        .unwrap_or_else(|e| panic!("tools.json: {e}"));
+    tools(&text)
+}
+
+/// A spec with a fixed seed.
+pub fn spec(source: &str, tools: Vec<ToolDef>, timeout_ms: u64) -> ExecutionSpec {
+    ExecutionSpec {
+        source: source.to_owned(),
+        tools,
+        timeout_ms,
+        session_id: "test".into(),
+        seed: Some([42; 32]),
+    }
+}
+
+/// A value result.
+pub fn value(json: Value) -> CallResult {
+    CallResult::Value(json.to_string())
+}
+
+/// Runs to the end answering every call with `answer(tool, input)`;
+/// `cold(round)` says whether to evict the child before resuming that round.
+pub async fn run_to_end(
+    engine: &Engine,
+    record: &mut ExecutionRecord,
+    mut answer: impl FnMut(usize, &str, &Value) -> CallResult,
+    cold: impl Fn(usize) -> bool,
+) -> (Step, Vec<Vec<(String, Value)>>) {
+    let mut step = engine.start(record).await.unwrap_or_else(|e| panic!("start: {e}"));
+    let mut rounds = Vec::new();
+    while let Step::Paused(calls) = &step {
+        let round = rounds.len();
+        let seen: Vec<(String, Value)> = calls
+            .iter()
+            .map(|c| (c.tool.clone(), serde_json::from_str(&c.input).unwrap_or(Value::Null)))
+            .collect();
+        let results = seen.iter().map(|(tool, input)| answer(round, tool, input)).collect();
+        rounds.push(seen);
+        if cold(round) {
+            engine.evict(&record.id);
+        }
+        step = engine
+            .resume(record, results)
+            .await
+            .unwrap_or_else(|e| panic!("resume: {e}"))
+            .0;
+        assert!(rounds.len() < 200, "runaway program");
+    }
+    (step, rounds)
+}
+
+/// What the oracle printed.
+pub struct OracleRun {
+    pub stdout: String,
+    pub error: Option<String>,
+    pub rounds: Vec<Vec<OracleCall>>,
+}
+
+/// One call the oracle answered.
+pub struct OracleCall {
+    pub tool: String,
+    pub input: Value,
+    pub result: CallResult,
+}
+
+/// Runs a program under CPython with the same runtime, seed and clock.
+pub fn oracle(program_json: &str, seed: [u8; 32]) -> OracleRun {
+    let request = serde_json::json!({
+        "program": serde_json::from_str::<Value>(program_json).unwrap_or(Value::Null),
+        "seed": hex::encode(seed),
+        "wall0": WALL0,
+        "step": STEP,
+    });
+    let mut child = Command::new("python3")
+        .arg(root().join("tests/oracle/harness.py"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("python3: {e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(request.to_string().as_bytes());
+    }
+    let output = child.wait_with_output().unwrap_or_else(|e| panic!("python3: {e}"));
+    let reply: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "oracle output is not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let rounds = reply["rounds"]
+        .as_array()
+        .map(|rounds| {
+            rounds
+                .iter()
+                .map(|round| {
+                    round
+                        .as_array()
+                        .map(|calls| calls.iter().map(oracle_call).collect())
+                        .unwrap_or_default()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    OracleRun {
+        stdout: reply["stdout"].as_str().unwrap_or_default().to_owned(),
+        error: reply["error"].as_str().map(str::to_owned),
+        rounds,
+    }
+}
+
+fn oracle_call(call: &Value) -> OracleCall {
+    let payload = call["payload"].as_str().unwrap_or_default().to_owned();
+    OracleCall {
+        tool: call["tool"].as_str().unwrap_or_default().to_owned(),
+        input: serde_json::from_str(call["input"].as_str().unwrap_or("null")).unwrap_or(Value::Null),
+        result: if call["ok"].as_bool().unwrap_or(false) {
+            CallResult::Value(payload)
+        } else {
+            CallResult::Error(payload)
+        },
+    }
+}

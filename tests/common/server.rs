@@ -1,0 +1,228 @@
+//! A real `baton serve` process on a loopback port with its own data
+//! directory, and a tiny HTTP client for it.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// The API key every test server accepts.
+pub const KEY: &str = "test-key-1";
+/// A second accepted key (another tenant).
+pub const OTHER_KEY: &str = "test-key-2";
+/// The signing key of test servers (`id:hex`).
+pub const SIGNING: &str = "t1:000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+
+/// A running server.
+pub struct Server {
+    child: Option<Child>,
+    /// Base URL, e.g. `http://127.0.0.1:41234`.
+    pub base: String,
+    /// Its data directory (kept across restarts by the test).
+    pub data_dir: PathBuf,
+    extra: Vec<String>,
+}
+
+impl Server {
+    /// Starts a server on a fresh data directory.
+    pub fn start(data_dir: &Path, extra: &[&str]) -> Server {
+        let extra: Vec<String> = extra.iter().map(|s| (*s).to_owned()).collect();
+        let (child, base) = spawn(data_dir, &extra);
+        Server {
+            child: Some(child),
+            base,
+            data_dir: data_dir.to_owned(),
+            extra,
+        }
+    }
+
+    /// SIGKILLs the server (and so its zygote and children).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts again on the same data directory and flags.
+    pub fn restart(&mut self) {
+        self.kill();
+        let (child, base) = spawn(&self.data_dir, &self.extra);
+        self.child = Some(child);
+        self.base = base;
+    }
+
+    /// Sends SIGTERM and waits for a clean exit; returns whether it was clean.
+    pub fn terminate(&mut self) -> bool {
+        let Some(mut child) = self.child.take() else {
+            return false;
+        };
+        // SAFETY: signalling our own child process.
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGTERM);
+        }
+        child.wait().map(|s| s.success()).unwrap_or(false)
+    }
+
+    /// POST a JSON body with the test key.
+    pub fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        self.post_as(path, body, Some(("x-api-key", KEY)))
+    }
+
+    /// POST with an explicit auth header (or none).
+    pub fn post_as(&self, path: &str, body: &Value, auth: Option<(&str, &str)>) -> (u16, Value) {
+        self.post_raw(path, &body.to_string(), auth, &[])
+    }
+
+    /// POST raw text with extra headers.
+    pub fn post_raw(
+        &self,
+        path: &str,
+        body: &str,
+        auth: Option<(&str, &str)>,
+        headers: &[(&str, &str)],
+    ) -> (u16, Value) {
+        let mut request = agent()
+            .post(&format!("{}{}", self.base, path))
+            .set("content-type", "application/json");
+        if let Some((name, value)) = auth {
+            request = request.set(name, value);
+        }
+        for (name, value) in headers {
+            request = request.set(name, value);
+        }
+        respond(request.send_string(body))
+    }
+
+    /// GET with the test key.
+    pub fn get(&self, path: &str, key: Option<&str>) -> (u16, Value) {
+        let mut request = agent().get(&format!("{}{}", self.base, path));
+        if let Some(key) = key {
+            request = request.set("x-api-key", key);
+        }
+        respond(request.call())
+    }
+
+    /// GET raw text.
+    pub fn get_text(&self, path: &str) -> String {
+        agent()
+            .get(&format!("{}{}", self.base, path))
+            .call()
+            .ok()
+            .and_then(|r| r.into_string().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(60))
+        .build()
+}
+
+fn respond(result: Result<ureq::Response, ureq::Error>) -> (u16, Value) {
+    match result {
+        Ok(response) => {
+            let status = response.status();
+            (status, response.into_json().unwrap_or(Value::Null))
+        }
+        Err(ureq::Error::Status(status, response)) => {
+            let text = response.into_string().unwrap_or_default();
+            (status, serde_json::from_str(&text).unwrap_or(json!({"raw": text})))
+        }
+        Err(error) => panic!("transport error: {error}"),
+    }
+}
+
+fn spawn(data_dir: &Path, extra: &[String]) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .arg("serve")
+        .arg("--listen")
+        .arg("127.0.0.1:0")
+        .arg("--data-dir")
+        .arg(data_dir)
+        .arg("--api-key")
+        .arg(format!("{KEY},{OTHER_KEY}"))
+        .arg("--signing-key")
+        .arg(SIGNING)
+        .arg("--pool-size")
+        .arg("2")
+        .args(extra)
+        .env("BATON_LOG", "warn")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start baton: {e}"));
+    let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+    let mut lines = BufReader::new(stdout).lines();
+    let base = loop {
+        match lines.next() {
+            Some(Ok(line)) => {
+                if let Some(address) = line.strip_prefix("baton: listening on ") {
+                    break address.trim().to_owned();
+                }
+            }
+            _ => panic!("baton exited before listening"),
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (child, base)
+}
+
+/// Tools of the HTTP tests, with names that need normalising.
+pub fn weather_tools() -> Value {
+    json!([
+        {"name": "get-weather", "description": "Current weather",
+         "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}}},
+        {"name": "class", "parameters": {"type": "object", "properties": {"x": {}}}},
+        {"name": "1st tool!", "parameters": {"type": "object", "properties": {}}}
+    ])
+}
+
+/// The tool answers of the HTTP tests.
+pub fn answer(call: &Value) -> Value {
+    let name = call["name"].as_str().unwrap_or_default();
+    let input = &call["input"];
+    match name {
+        "get-weather" => {
+            let city = input["city"].as_str().unwrap_or("?");
+            json!({"call_id": call["id"], "result": {"city": city, "temp": 10 + city.len()}, "is_error": false})
+        }
+        "class" => json!({"call_id": call["id"], "result": null, "is_error": true, "error_message": "class tool is down"}),
+        _ => json!({"call_id": call["id"], "result": name, "is_error": false}),
+    }
+}
+
+/// Starts `code` and loops until the end, answering with [`answer`].
+/// Returns the final response and the number of rounds.
+pub fn run_program(server: &Server, code: &str) -> (Value, usize) {
+    let (status, mut reply) = server.post(
+        "/exec/programmatic",
+        &json!({"code": code, "tools": weather_tools()}),
+    );
+    assert_eq!(status, 200, "{reply}");
+    let mut rounds = 0;
+    while reply["status"] == "tool_call_required" {
+        rounds += 1;
+        let results: Vec<Value> = reply["tool_calls"]
+            .as_array()
+            .map(|calls| calls.iter().map(answer).collect())
+            .unwrap_or_default();
+        let (status, next) = server.post(
+            "/exec/programmatic",
+            &json!({"continuation_token": reply["continuation_token"], "tool_results": results}),
+        );
+        assert_eq!(status, 200, "{next}");
+        reply = next;
+    }
+    (reply, rounds)
+}

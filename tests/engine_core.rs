@@ -1,0 +1,317 @@
+//! The durable core at engine level, with real children forked from a real
+//! zygote: call styles, batching, hot and cold resume, replay checks, limits.
+
+mod common;
+
+use baton::engine::Step;
+use baton::journal::CallResult;
+use common::{engine, engine_with, run_to_end, spec, tools, value};
+use serde_json::{Value, json};
+
+const WEATHER: &str = r#"[
+  {"name": "get-weather", "description": "weather", "parameters": {"type": "object",
+    "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}}},
+  {"name": "search", "parameters": {"type": "object", "properties": {"query": {}, "limit": {}}}}
+]"#;
+
+fn weather_answer(_round: usize, tool: &str, input: &Value) -> CallResult {
+    match tool {
+        "get-weather" => value(json!({"city": input["city"], "temp": 20 + input["city"].as_str().map_or(0, str::len)})),
+        "search" => value(json!([input["query"], "result"])),
+        other => CallResult::Error(format!("no tool {other}")),
+    }
+}
+
+async fn run(source: &str, cold: impl Fn(usize) -> bool) -> (Step, Vec<Vec<(String, Value)>>, String, String) {
+    let engine = engine();
+    let mut record = engine
+        .prepare(spec(source, tools(WEATHER), 10_000))
+        .unwrap_or_else(|e| panic!("prepare: {e}"));
+    let (step, rounds) = run_to_end(&engine, &mut record, weather_answer, cold).await;
+    (step, rounds, record.stdout, record.stderr)
+}
+
+fn hot(_: usize) -> bool {
+    false
+}
+
+#[tokio::test]
+async fn awaited_call_pauses_and_resumes_hot() {
+    let (step, rounds, stdout, stderr) =
+        run("w = await get_weather(city='SF')\nprint(w['temp'], w['city'])\n", hot).await;
+    assert_eq!(step, Step::Completed, "stderr: {stderr}");
+    assert_eq!(rounds, vec![vec![("get-weather".to_owned(), json!({"city": "SF"}))]]);
+    assert_eq!(stdout, "22 SF\n");
+}
+
+#[tokio::test]
+async fn every_call_style_reaches_the_tool() {
+    let source = "\
+a = get_weather('Oslo')
+b = await tools.get_weather(city='Rome', unit='C')
+c = tools.search('x', 3)
+async def helper(city):
+    return await get_weather(city=city)
+d = await helper('Lima')
+print(a['temp'], b['city'], c, d['city'])
+";
+    let (step, rounds, stdout, stderr) = run(source, hot).await;
+    assert_eq!(step, Step::Completed, "stderr: {stderr}");
+    let calls: Vec<_> = rounds.iter().flatten().cloned().collect();
+    assert_eq!(
+        calls,
+        vec![
+            ("get-weather".to_owned(), json!({"city": "Oslo"})),
+            ("get-weather".to_owned(), json!({"city": "Rome", "unit": "C"})),
+            ("search".to_owned(), json!({"query": "x", "limit": 3})),
+            ("get-weather".to_owned(), json!({"city": "Lima"})),
+        ]
+    );
+    assert_eq!(stdout, "24 Rome ['x', 'result'] Lima\n");
+}
+
+#[tokio::test]
+async fn gather_is_one_round() {
+    let source = "\
+import asyncio
+r = await asyncio.gather(get_weather(city='a'), get_weather(city='bb'), search(query='q'))
+print([x if isinstance(x, list) else x['temp'] for x in r])
+tasks = [asyncio.create_task(get_weather(city=c)) for c in ['x', 'yy']]
+done = await asyncio.gather(*tasks)
+print(sorted(d['temp'] for d in done))
+";
+    let (step, rounds, stdout, stderr) = run(source, hot).await;
+    assert_eq!(step, Step::Completed, "stderr: {stderr}");
+    assert_eq!(rounds.len(), 2);
+    assert_eq!(rounds[0].len(), 3);
+    assert_eq!(rounds[1].len(), 2);
+    assert_eq!(stdout, "[21, 22, ['q', 'result']]\n[21, 22]\n");
+}
+
+#[tokio::test]
+async fn asyncio_run_style_works() {
+    let source = "\
+import asyncio
+async def main():
+    a, b = await asyncio.gather(get_weather(city='p'), get_weather(city='qq'))
+    return a['temp'] + b['temp']
+print(asyncio.run(main()))
+";
+    let (step, rounds, stdout, stderr) = run(source, hot).await;
+    assert_eq!(step, Step::Completed, "stderr: {stderr}");
+    assert_eq!(rounds.len(), 1);
+    assert_eq!(stdout, "43\n");
+}
+
+#[tokio::test]
+async fn tool_errors_raise_at_the_call_site() {
+    let source = "\
+try:
+    await nothing_here()
+except NameError:
+    print('no such name')
+try:
+    await search(query='boom')
+except Exception as e:
+    print('caught', type(e).__name__, e)
+";
+    let engine = engine();
+    let mut record = engine
+        .prepare(spec(source, tools(WEATHER), 10_000))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (step, _) = run_to_end(&engine, &mut record, |_, _, _| CallResult::Error("quota exhausted".into()), hot).await;
+    assert_eq!(step, Step::Completed, "stderr: {}", record.stderr);
+    assert_eq!(record.stdout, "no such name\ncaught ToolError quota exhausted\n");
+}
+
+#[tokio::test]
+async fn cold_resume_matches_hot() {
+    let source = "\
+import random, time, uuid
+seen = []
+for city in ['a', 'bb', 'ccc']:
+    w = await get_weather(city=city)
+    seen.append(w['temp'])
+    print(city, w['temp'], random.randint(1, 10**9), uuid.uuid4(), round(time.time(), 3))
+print(hash('stable'), sum(seen))
+";
+    let (hot_step, hot_rounds, hot_out, _) = run(source, hot).await;
+    let (cold_step, cold_rounds, cold_out, cold_err) = run(source, |_| true).await;
+    assert_eq!(hot_step, Step::Completed);
+    assert_eq!(cold_step, Step::Completed, "stderr: {cold_err}");
+    assert_eq!(hot_rounds, cold_rounds);
+    assert_eq!(hot_out, cold_out);
+    assert_eq!(hot_out.lines().count(), 4);
+}
+
+#[tokio::test]
+async fn two_executions_get_different_randomness() {
+    let engine = engine();
+    let source = "import random, uuid\nprint(random.random(), uuid.uuid4())\n";
+    let mut outputs = Vec::new();
+    for seed in [[1u8; 32], [2u8; 32]] {
+        let mut s = spec(source, vec![], 10_000);
+        s.seed = Some(seed);
+        let mut record = engine.prepare(s).unwrap_or_else(|e| panic!("{e}"));
+        let (step, _) = run_to_end(&engine, &mut record, weather_answer, hot).await;
+        assert_eq!(step, Step::Completed, "{}", record.stderr);
+        outputs.push(record.stdout);
+    }
+    assert_ne!(outputs[0], outputs[1]);
+}
+
+#[tokio::test]
+async fn replay_detects_a_changed_journal() {
+    let engine = engine();
+    let source = "a = await get_weather(city='a')\nb = await get_weather(city='b')\nprint(a, b)\n";
+    let mut record = engine
+        .prepare(spec(source, tools(WEATHER), 10_000))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let step = engine.start(&mut record).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(step, Step::Paused(_)));
+    let (step, _) = engine
+        .resume(&mut record, vec![value(json!(1))])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(step, Step::Paused(_)));
+    record.rounds[0].calls[0].input = r#"{"city":"elsewhere"}"#.into();
+    engine.evict(&record.id);
+    let (step, _) = engine
+        .resume(&mut record, vec![value(json!(2))])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let Step::Failed(error) = step else {
+        panic!("expected a failure, got {step:?}")
+    };
+    assert!(error.starts_with("Non-deterministic replay at round 1 (line 1)"), "{error}");
+    assert!(error.contains("elsewhere"), "{error}");
+}
+
+#[tokio::test]
+async fn replay_detects_output_that_changed() {
+    let source = "import os\nprint(os.getpid())\nawait get_weather(city='x')\nprint('after')\n";
+    let (step, _, _, _) = run(source, |_| true).await;
+    let Step::Failed(error) = step else {
+        panic!("expected a failure, got {step:?}")
+    };
+    assert!(error.starts_with("Non-deterministic replay at round 1"), "{error}");
+    assert!(error.contains("stdout differs"), "{error}");
+}
+
+#[tokio::test]
+async fn syntax_error_is_reported_like_cpython() {
+    let (step, rounds, _, stderr) = run("x = 1\ny = = 2\n", hot).await;
+    assert!(rounds.is_empty());
+    let Step::Failed(error) = step else {
+        panic!("expected a failure, got {step:?}")
+    };
+    assert!(error.starts_with("SyntaxError"), "{error}");
+    assert!(error.contains("line 2"), "{error}");
+    assert!(stderr.contains("line 2\n    y = = 2\n"), "{stderr}");
+}
+
+#[tokio::test]
+async fn traceback_shows_the_users_lines() {
+    let source = "w = await get_weather(city='x')\n\ndef f(v):\n    return v['missing']\nf(w)\n";
+    let (step, _, _, stderr) = run(source, hot).await;
+    assert_eq!(step, Step::Failed("KeyError: 'missing'".into()));
+    assert!(stderr.starts_with("Traceback (most recent call last):\n"), "{stderr}");
+    assert!(stderr.contains("line 5, in <module>\n    f(w)\n"), "{stderr}");
+    assert!(stderr.contains("line 4, in f\n    return v['missing']\n"), "{stderr}");
+    assert!(!stderr.contains("baton_runtime"), "{stderr}");
+}
+
+async fn fails_with(source: &str, timeout_ms: u64) -> (String, String, std::time::Duration) {
+    let engine = engine_with(|c| c.limits.stdout_cap = 1 << 16);
+    let mut record = engine
+        .prepare(spec(source, tools(WEATHER), timeout_ms))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let started = std::time::Instant::now();
+    let (step, _) = run_to_end(&engine, &mut record, weather_answer, hot).await;
+    let Step::Failed(error) = step else {
+        panic!("expected a failure, got {step:?}")
+    };
+    (error, record.stdout, started.elapsed())
+}
+
+#[tokio::test]
+async fn infinite_loop_hits_the_time_limit() {
+    let (error, stdout, _) = fails_with("print('start')\nwhile True:\n    pass\n", 1000).await;
+    assert_eq!(error, "Time limit exceeded");
+    assert_eq!(stdout, "start\n");
+}
+
+#[tokio::test]
+async fn loop_that_swallows_the_interrupt_is_killed() {
+    let source = "while True:\n    try:\n        while True: pass\n    except BaseException:\n        pass\n";
+    let (error, _, _) = fails_with(source, 1000).await;
+    assert_eq!(error, "Time limit exceeded");
+}
+
+#[tokio::test]
+async fn long_sleep_and_native_call_are_killed() {
+    for source in ["import time\ntime.sleep(10**6)\n", "print(sum(range(10**13)))\n"] {
+        let (error, _, _) = fails_with(source, 1000).await;
+        assert_eq!(error, "Time limit exceeded", "{source}");
+    }
+}
+
+#[tokio::test]
+async fn paused_time_does_not_count() {
+    let engine = engine();
+    let source = "import time\nfor i in range(3):\n    await get_weather(city='x')\nprint('done')\n";
+    let mut record = engine
+        .prepare(spec(source, tools(WEATHER), 1000))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut step = engine.start(&mut record).await.unwrap_or_else(|e| panic!("{e}"));
+    while let Step::Paused(_) = step {
+        tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+        step = engine
+            .resume(&mut record, vec![value(json!(1))])
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .0;
+    }
+    assert_eq!(step, Step::Completed, "{}", record.stderr);
+    assert!(record.used_ms < 1000, "used {}", record.used_ms);
+}
+
+#[tokio::test]
+async fn memory_bombs_report_out_of_memory() {
+    for source in [
+        "x = 'a' * 10**10\n",
+        "x = [0] * 10**10\n",
+        "s = 'ab'\nwhile True:\n    s = s + s\n",
+        "keep = []\nwhile True:\n    keep.append(bytearray(10**6))\n",
+    ] {
+        let (error, _, _) = fails_with(source, 20_000).await;
+        assert_eq!(error, "Out of memory", "{source}");
+    }
+}
+
+#[tokio::test]
+async fn deep_recursion_raises_recursion_error() {
+    let (error, _, _) = fails_with("def f(n):\n    return f(n + 1)\nf(0)\n", 10_000).await;
+    assert!(error.starts_with("RecursionError"), "{error}");
+}
+
+#[tokio::test]
+async fn output_over_the_cap_stops_with_partial_output() {
+    let (error, stdout, _) = fails_with("while True:\n    print('x' * 1000)\n", 10_000).await;
+    assert_eq!(error, "stdout length exceeded");
+    assert_eq!(stdout.len(), 1 << 16);
+}
+
+#[tokio::test]
+async fn oversized_source_and_collisions_are_refused() {
+    let engine = engine_with(|c| c.limits.max_source_bytes = 100);
+    let big = "x = 1\n".repeat(50);
+    let refused = engine.prepare(spec(&big, vec![], 1000));
+    assert!(matches!(refused, Err(baton::engine::EngineError::BadRequest(ref m)) if m.contains("over the limit")));
+    let colliding = tools(r#"[{"name": "get-weather"}, {"name": "get weather"}]"#);
+    let refused = engine.prepare(spec("pass", colliding, 1000));
+    let Err(baton::engine::EngineError::BadRequest(message)) = refused else {
+        panic!("collision accepted")
+    };
+    assert!(message.contains("get-weather") && message.contains("get weather"), "{message}");
+}

@@ -1,0 +1,116 @@
+"""The CPython 3.11 oracle: runs a program exactly as a baton child would
+(same rewrite, same runtime shim, same clock, same entropy stream), with tool
+answers computed in-process by `answers.answer`.
+
+Reads one JSON object on stdin:
+  {"program": <the JSON `baton program` prints>, "seed": "<64 hex>",
+   "wall0": float, "step": float}
+Writes one JSON object on stdout:
+  {"stdout", "stderr", "error" (null when completed),
+   "rounds": [[{"tool", "input" (JSON text), "ok", "payload"}...]...]}
+
+The fake `_baton` below mirrors src/vm/host.rs and src/vm/bridge.rs: keep
+them in step.
+"""
+
+import sys
+
+sys.modules["_datetime"] = None  # the pure-Python datetime reads time.time()
+
+import os
+import json
+import time
+import types
+import hashlib
+
+os.environ["TZ"] = "UTC"
+time.tzset()
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import answers  # noqa: E402
+
+
+class FakeBaton(types.ModuleType):
+    def __init__(self, seed, wall0, step):
+        super().__init__("_baton")
+        self.seed = seed
+        self.counter = 0
+        self.pool = b""
+        self.wall0, self.step = wall0, step
+        self.base = (wall0, 1000.0)
+        self.reads = 0
+        self.slept = 0.0
+        self.out = []
+        self.err = []
+        self.rounds = []
+
+    def register_exceptions(self, *types_):
+        pass
+
+    def write(self, fd, text):
+        (self.err if fd == 2 else self.out).append(text)
+
+    def clock(self, kind):
+        self.reads += 1
+        return self.base[0 if kind == 0 else 1] + self.reads * 1e-6 + self.slept
+
+    def sleep(self, secs):
+        self.slept += max(0.0, float(secs))
+
+    def entropy(self, n):
+        n = min(int(n), 1 << 20)
+        while len(self.pool) < n:
+            block = hashlib.sha256(self.seed + self.counter.to_bytes(8, "little")).digest()
+            self.counter += 1
+            self.pool += block
+        out, self.pool = self.pool[:n], self.pool[n:]
+        return out
+
+    def pause(self, sites, tools, inputs, lines, frame):
+        log, results = [], []
+        for tool, text in zip(tools, inputs):
+            ok, value = answers.answer(tool, json.loads(text))
+            payload = json.dumps(value) if ok else value
+            log.append({"tool": tool, "input": text, "ok": ok, "payload": payload})
+            results.append((ok, payload))
+        self.rounds.append(log)
+        k = len(self.rounds)
+        self.base = (self.wall0 + self.step * k, 1000.0 + self.step * k)
+        self.reads = 0
+        self.slept = 0.0
+        return results
+
+
+def main():
+    request = json.load(sys.stdin)
+    real_stdout = sys.stdout
+    fake = FakeBaton(bytes.fromhex(request["seed"]), request["wall0"], request["step"])
+    sys.modules["_baton"] = fake
+    import json as _json, re, datetime, math, statistics, random, collections  # noqa: F401
+    import itertools, functools, string, textwrap, decimal, fractions, heapq  # noqa: F401
+    import bisect, dataclasses, enum, typing, asyncio, base64, hashlib, uuid  # noqa: F401
+    import copy, pprint  # noqa: F401
+    source = open(os.path.join(ROOT, "stdlib_shims", "baton_runtime.py")).read()
+    runtime = types.ModuleType("baton_runtime")
+    runtime.__file__ = "<baton_runtime>"
+    sys.modules["baton_runtime"] = runtime
+    exec(compile(source, "<baton_runtime>", "exec"), runtime.__dict__)
+    runtime.install()
+    # The zygote's warm-up reads the clock and entropy with fixed values;
+    # a child then starts from the execution's own.
+    fake.reads, fake.slept = 0, 0.0
+    error = runtime.run(json.dumps(request["program"]))
+    sys.stdout = real_stdout
+    json.dump({
+        "stdout": "".join(fake.out),
+        "stderr": "".join(fake.err),
+        "error": error,
+        "rounds": fake.rounds,
+    }, real_stdout)
+
+
+if __name__ == "__main__":
+    main()
