@@ -69,16 +69,23 @@ async fn main() {
     config.clock = ClockSource::Real;
     let engine = Engine::new(config).unwrap_or_else(|e| panic!("engine: {e}"));
     // Warm: the zygote builds its interpreter before the first fork answers.
-    let mut warm = engine.prepare(spec("pass")).unwrap_or_else(|e| panic!("{e}"));
+    let mut warm = engine
+        .prepare(spec("pass"))
+        .unwrap_or_else(|e| panic!("{e}"));
     let _ = engine.start(&mut warm).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let mut starts = Vec::new();
     let mut hot = Vec::new();
     for _ in 0..100 {
-        let mut record = engine.prepare(spec(LOOP20)).unwrap_or_else(|e| panic!("{e}"));
+        let mut record = engine
+            .prepare(spec(LOOP20))
+            .unwrap_or_else(|e| panic!("{e}"));
         let began = Instant::now();
-        let step = engine.start(&mut record).await.unwrap_or_else(|e| panic!("{e}"));
+        let step = engine
+            .start(&mut record)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         starts.push(began.elapsed());
         assert!(matches!(step, Step::Paused(_)));
         for _ in 0..3 {
@@ -94,15 +101,27 @@ async fn main() {
 
     let mut cold = Vec::new();
     for _ in 0..30 {
-        let mut record = engine.prepare(spec(LOOP20)).unwrap_or_else(|e| panic!("{e}"));
-        let mut step = engine.start(&mut record).await.unwrap_or_else(|e| panic!("{e}"));
+        let mut record = engine
+            .prepare(spec(LOOP20))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut step = engine
+            .start(&mut record)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         for _ in 0..19 {
-            step = engine.resume(&mut record, answer()).await.unwrap_or_else(|e| panic!("{e}")).0;
+            step = engine
+                .resume(&mut record, answer())
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+                .0;
         }
         assert!(matches!(step, Step::Paused(_)));
         engine.evict(&record.id);
         let began = Instant::now();
-        let (step, _) = engine.resume(&mut record, answer()).await.unwrap_or_else(|e| panic!("{e}"));
+        let (step, _) = engine
+            .resume(&mut record, answer())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         cold.push(began.elapsed());
         assert_eq!(step, Step::Completed, "{}", record.stderr);
     }
@@ -110,7 +129,9 @@ async fn main() {
 
     let mut parked = Vec::new();
     for _ in 0..20 {
-        let mut record = engine.prepare(spec(LOOP20)).unwrap_or_else(|e| panic!("{e}"));
+        let mut record = engine
+            .prepare(spec(LOOP20))
+            .unwrap_or_else(|e| panic!("{e}"));
         let _ = engine.start(&mut record).await;
         let _ = engine.resume(&mut record, answer()).await;
         parked.push(record.id);

@@ -33,7 +33,11 @@ pub struct ServeArgs {
     /// Token signing keys as `id:hexsecret` (comma-separated; the first signs
     /// new tokens, all verify). When none is given, one is generated on first
     /// start and kept in `<data-dir>/signing_key`.
-    #[arg(long = "signing-key", env = "BATON_SIGNING_KEYS", value_delimiter = ',')]
+    #[arg(
+        long = "signing-key",
+        env = "BATON_SIGNING_KEYS",
+        value_delimiter = ','
+    )]
     pub signing_keys: Vec<String>,
     /// How long a paused execution waits for its client, in seconds.
     #[arg(long, env = "BATON_PAUSED_TTL_SECS", default_value_t = 3600)]
@@ -95,13 +99,21 @@ pub struct Secrets {
 pub fn load_secrets(args: &ServeArgs) -> Result<Secrets, ConfigError> {
     ensure_private_dir(&args.data_dir)?;
     let api_keys = if args.api_keys.is_empty() {
-        vec![stored_or_generated(&args.data_dir.join("api_key"), generate_api_key, true)?]
+        vec![stored_or_generated(
+            &args.data_dir.join("api_key"),
+            generate_api_key,
+            true,
+        )?]
     } else {
         args.api_keys.clone()
     };
     let signing_specs = if args.signing_keys.is_empty() {
         let generate = || format!("k1:{}", hex::encode(generate_secret()));
-        vec![stored_or_generated(&args.data_dir.join("signing_key"), generate, false)?]
+        vec![stored_or_generated(
+            &args.data_dir.join("signing_key"),
+            generate,
+            false,
+        )?]
     } else {
         args.signing_keys.clone()
     };
@@ -172,11 +184,15 @@ fn stored_or_generated(
         .mode(0o600)
         .open(path)
         .map_err(io_error)?;
-    file.write_all(format!("{value}\n").as_bytes()).map_err(io_error)?;
+    file.write_all(format!("{value}\n").as_bytes())
+        .map_err(io_error)?;
     file.sync_all().map_err(io_error)?;
     if announce {
         println!("baton: generated API key {value}");
-        println!("baton: it is kept in {} (shown only this once)", path.display());
+        println!(
+            "baton: it is kept in {} (shown only this once)",
+            path.display()
+        );
     }
     Ok(value)
 }
@@ -194,14 +210,19 @@ mod tests {
         let second = stored_or_generated(&path, || "two".into(), false).ok();
         assert_eq!(first.as_deref(), Some("one"));
         assert_eq!(second.as_deref(), Some("one"));
-        let mode = fs::metadata(&path).map(|m| m.permissions().mode() & 0o777).ok();
+        let mode = fs::metadata(&path)
+            .map(|m| m.permissions().mode() & 0o777)
+            .ok();
         assert_eq!(mode, Some(0o600));
     }
 
     #[test]
     fn parses_signing_keys() {
         let key = parse_signing_key("k2:00ff").ok();
-        assert_eq!(key.map(|k| (k.id, k.secret)), Some(("k2".into(), vec![0, 255])));
+        assert_eq!(
+            key.map(|k| (k.id, k.secret)),
+            Some(("k2".into(), vec![0, 255]))
+        );
         assert!(parse_signing_key("nocolon").is_err());
         assert!(parse_signing_key("k:zz").is_err());
     }

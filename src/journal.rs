@@ -190,7 +190,8 @@ impl ExecutionRecord {
 
     /// Output offsets must lie inside the output held, on character boundaries.
     fn check_offsets(&self, out: u64, err: u64) -> Result<(), JournalError> {
-        let fits = |text: &str, at: u64| usize::try_from(at).is_ok_and(|at| text.is_char_boundary(at));
+        let fits =
+            |text: &str, at: u64| usize::try_from(at).is_ok_and(|at| text.is_char_boundary(at));
         if !fits(&self.stdout, out) || !fits(&self.stderr, err) {
             return Err(JournalError::Corrupt(format!(
                 "output offset {out}/{err} outside the output held ({}/{} bytes)",
@@ -254,14 +255,20 @@ mod tests {
             used_ms: 3,
             seed: [1; 32],
             hash_seed: 0,
-            clock0: ClockBase { wall: 1.5, mono: 2.5 },
+            clock0: ClockBase {
+                wall: 1.5,
+                mono: 2.5,
+            },
             rounds: vec![Round {
                 calls: vec![call.clone()],
                 results: vec![CallResult::Value("1".into())],
                 stdout_len: 2,
                 stderr_len: 0,
                 frame: FrameSummary::default(),
-                resume_clock: ClockBase { wall: 3.0, mono: 4.0 },
+                resume_clock: ClockBase {
+                    wall: 3.0,
+                    mono: 4.0,
+                },
             }],
             pending: Some(PendingRound {
                 calls: vec![call],

@@ -4,8 +4,16 @@
 //! tool call; a pause is persisted before the client sees its token, so it
 //! survives a restart. See `ARCHITECTURE.md` for the map.
 
+pub mod api;
+pub mod config;
+pub mod engine;
 pub mod journal;
+pub mod rewrite;
 pub mod sandbox;
+pub mod server;
+pub mod service;
+pub mod store;
+pub mod token;
 pub mod tools;
 pub mod vm;
 

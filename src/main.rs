@@ -10,7 +10,11 @@ use clap::{Parser, Subcommand};
 use baton::sandbox::limits::ChildRlimits;
 
 #[derive(Parser)]
-#[command(name = "baton", version, about = "Durable programmatic tool calling for LLM-written Python")]
+#[command(
+    name = "baton",
+    version,
+    about = "Durable programmatic tool calling for LLM-written Python"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

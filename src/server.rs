@@ -22,8 +22,14 @@ use crate::token::{SigningKey, SigningKeys};
 /// Runs the server until SIGINT/SIGTERM.
 pub fn run(args: ServeArgs) -> ExitCode {
     let filter = EnvFilter::try_new(&args.log).unwrap_or_else(|_| EnvFilter::new("info"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_target(false).init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("baton: cannot start the runtime: {error}");
@@ -57,7 +63,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     );
     let recovered = service.recover().map_err(|e| e.to_string())?;
     if recovered > 0 {
-        tracing::info!(recovered, "rounds left running by the previous process are paused again");
+        tracing::info!(
+            recovered,
+            "rounds left running by the previous process are paused again"
+        );
     }
     let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
         .install_recorder()

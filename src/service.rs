@@ -222,7 +222,11 @@ impl Service {
         }
         metrics::counter!("baton_executions_started_total").increment(1);
         let started = std::time::Instant::now();
-        let step = self.engine.start(&mut record).await.map_err(|e| ApiError::Internal(e.to_string()))?;
+        let step = self
+            .engine
+            .start(&mut record)
+            .await
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
         metrics::histogram!("baton_start_to_pause_seconds").record(started.elapsed().as_secs_f64());
         self.settle(record, state, step).await
     }
@@ -260,7 +264,8 @@ impl Service {
                 return Err(ApiError::Internal(error.to_string()));
             }
         };
-        metrics::histogram!("baton_resume_to_pause_seconds").record(started.elapsed().as_secs_f64());
+        metrics::histogram!("baton_resume_to_pause_seconds")
+            .record(started.elapsed().as_secs_f64());
         if kind == ResumeKind::Cold {
             metrics::counter!("baton_cold_resumes_total").increment(1);
         }
@@ -268,7 +273,12 @@ impl Service {
     }
 
     /// Persists the outcome of a step and makes the reply.
-    async fn settle(&self, mut record: ExecutionRecord, state: ExecState, step: Step) -> Result<Reply, ApiError> {
+    async fn settle(
+        &self,
+        mut record: ExecutionRecord,
+        state: ExecState,
+        step: Step,
+    ) -> Result<Reply, ApiError> {
         if self.is_cancelled(&record.id) {
             self.engine.evict(&record.id);
             return Ok(ended(record, Some("Execution was cancelled".into())));
@@ -306,7 +316,11 @@ impl Service {
         }
     }
 
-    async fn persist_pause(&self, record: &ExecutionRecord, state: &ExecState) -> Result<String, ApiError> {
+    async fn persist_pause(
+        &self,
+        record: &ExecutionRecord,
+        state: &ExecState,
+    ) -> Result<String, ApiError> {
         let round = record.round_count() as u32;
         let expires_at = now_secs() + self.config.paused_ttl_secs;
         let paused = ExecState {
@@ -319,7 +333,10 @@ impl Service {
         let state_bytes = paused.encode();
         self.store
             .apply_batch(
-                &[(&record_key(&record.id), &record_bytes), (&state_key(&record.id), &state_bytes)],
+                &[
+                    (&record_key(&record.id), &record_bytes),
+                    (&state_key(&record.id), &state_bytes),
+                ],
                 &[],
             )
             .map_err(store_error)?;
@@ -327,7 +344,12 @@ impl Service {
         Ok(self.keys.sign(record.id, round, state.owner, expires_at))
     }
 
-    async fn end(&self, record: &ExecutionRecord, state: &ExecState, status: Status) -> Result<(), ApiError> {
+    async fn end(
+        &self,
+        record: &ExecutionRecord,
+        state: &ExecState,
+        status: Status,
+    ) -> Result<(), ApiError> {
         let ended = ExecState {
             status,
             round: record.round_count() as u32,
@@ -336,7 +358,10 @@ impl Service {
         };
         let state_bytes = ended.encode();
         self.store
-            .apply_batch(&[(&state_key(&record.id), &state_bytes)], &[&record_key(&record.id)])
+            .apply_batch(
+                &[(&state_key(&record.id), &state_bytes)],
+                &[&record_key(&record.id)],
+            )
             .map_err(store_error)?;
         self.durability.durable().await.map_err(store_error)
     }
@@ -364,7 +389,13 @@ impl Service {
         ExecutionRecord::decode(&bytes).map_err(|e| ApiError::Corrupt(e.to_string()))
     }
 
-    fn claim(&self, id: &[u8; 16], expected: &[u8], running: &ExecState, round: u32) -> Result<(), ApiError> {
+    fn claim(
+        &self,
+        id: &[u8; 16],
+        expected: &[u8],
+        running: &ExecState,
+        round: u32,
+    ) -> Result<(), ApiError> {
         let swapped = self
             .store
             .compare_and_swap(&state_key(id), Some(expected), Some(&running.encode()))
@@ -383,22 +414,36 @@ impl Service {
 
     /// Puts a claimed round back to paused after an internal failure.
     fn release(&self, id: &[u8; 16], running: &ExecState, paused: &ExecState) {
-        let _ = self
-            .store
-            .compare_and_swap(&state_key(id), Some(&running.encode()), Some(&paused.encode()));
+        let _ = self.store.compare_and_swap(
+            &state_key(id),
+            Some(&running.encode()),
+            Some(&paused.encode()),
+        );
     }
 
     fn is_cancelled(&self, id: &[u8; 16]) -> bool {
         matches!(
-            self.store.get(&state_key(id)).ok().flatten().as_deref().and_then(ExecState::decode),
-            Some(ExecState { status: Status::Cancelled, .. })
+            self.store
+                .get(&state_key(id))
+                .ok()
+                .flatten()
+                .as_deref()
+                .and_then(ExecState::decode),
+            Some(ExecState {
+                status: Status::Cancelled,
+                ..
+            })
         )
     }
 
     /// Cancels the execution a client request id started. Returns whether
     /// there was one (of this key) to cancel.
     pub async fn cancel(&self, owner: [u8; 8], request_id: &str) -> Result<bool, ApiError> {
-        let Some(id) = self.store.get(&request_key(request_id)).map_err(store_error)? else {
+        let Some(id) = self
+            .store
+            .get(&request_key(request_id))
+            .map_err(store_error)?
+        else {
             return Ok(false);
         };
         let Ok(id) = <[u8; 16]>::try_from(id.as_slice()) else {
@@ -410,7 +455,10 @@ impl Service {
                 Err(ApiError::NotFound) => return Ok(false),
                 Err(other) => return Err(other),
             };
-            if matches!(state.status, Status::Completed | Status::Failed | Status::Cancelled) {
+            if matches!(
+                state.status,
+                Status::Completed | Status::Failed | Status::Cancelled
+            ) {
                 return Ok(true);
             }
             let cancelled = ExecState {
@@ -449,16 +497,29 @@ impl Service {
     pub fn recover(&self) -> Result<usize, ApiError> {
         let mut recovered = 0;
         for (key, bytes) in self.store.scan_prefix(b"s/").map_err(store_error)? {
-            let Some(state) = ExecState::decode(&bytes) else { continue };
+            let Some(state) = ExecState::decode(&bytes) else {
+                continue;
+            };
             if state.status != Status::Running {
                 continue;
             }
-            let has_record = self.store.get(&[b"r/".as_slice(), &key[2..]].concat()).map_err(store_error)?.is_some();
+            let has_record = self
+                .store
+                .get(&[b"r/".as_slice(), &key[2..]].concat())
+                .map_err(store_error)?
+                .is_some();
             let next = ExecState {
-                status: if has_record { Status::Paused } else { Status::Failed },
+                status: if has_record {
+                    Status::Paused
+                } else {
+                    Status::Failed
+                },
                 ..state
             };
-            let _ = self.store.compare_and_swap(&key, Some(&bytes), Some(&next.encode())).map_err(store_error)?;
+            let _ = self
+                .store
+                .compare_and_swap(&key, Some(&bytes), Some(&next.encode()))
+                .map_err(store_error)?;
             recovered += 1;
         }
         self.store.flush().map_err(store_error)?;
@@ -469,7 +530,8 @@ impl Service {
     pub fn sweep(&self, now: u64) -> Result<usize, ApiError> {
         let mut swept = 0;
         for (key, bytes) in self.store.scan_prefix(b"s/").map_err(store_error)? {
-            let expired = ExecState::decode(&bytes).is_none_or(|s| s.expires_at <= now && s.status != Status::Running);
+            let expired = ExecState::decode(&bytes)
+                .is_none_or(|s| s.expires_at <= now && s.status != Status::Running);
             if !expired || key.len() != 18 {
                 continue;
             }
@@ -508,7 +570,10 @@ fn check_claimable(state: &ExecState, round: u32) -> Result<(), ApiError> {
 
 /// Puts the client's results in the order of the pending calls; names every
 /// missing, unknown or duplicate id.
-fn order_results(record: &ExecutionRecord, results: Vec<ToolResult>) -> Result<Vec<CallResult>, ApiError> {
+fn order_results(
+    record: &ExecutionRecord,
+    results: Vec<ToolResult>,
+) -> Result<Vec<CallResult>, ApiError> {
     let Some(pending) = &record.pending else {
         return Err(ApiError::AlreadyUsed);
     };
@@ -530,13 +595,19 @@ fn order_results(record: &ExecutionRecord, results: Vec<ToolResult>) -> Result<V
         .collect();
     let mut problems = Vec::new();
     if !missing.is_empty() {
-        problems.push(format!("missing results for call ids: {}", missing.join(", ")));
+        problems.push(format!(
+            "missing results for call ids: {}",
+            missing.join(", ")
+        ));
     }
     if !unknown.is_empty() {
         problems.push(format!("unknown call ids: {}", unknown.join(", ")));
     }
     if !duplicate.is_empty() {
-        problems.push(format!("duplicate results for call ids: {}", duplicate.join(", ")));
+        problems.push(format!(
+            "duplicate results for call ids: {}",
+            duplicate.join(", ")
+        ));
     }
     if !problems.is_empty() {
         return Err(ApiError::BadRequest(problems.join("; ")));
@@ -556,7 +627,11 @@ fn to_call_result(result: ToolResult) -> CallResult {
     }
 }
 
-fn describe(id_hex: &str, state: &ExecState, record: Option<&ExecutionRecord>) -> serde_json::Value {
+fn describe(
+    id_hex: &str,
+    state: &ExecState,
+    record: Option<&ExecutionRecord>,
+) -> serde_json::Value {
     let mut view = json!({
         "execution_id": id_hex,
         "status": format!("{:?}", state.status).to_lowercase(),
@@ -569,7 +644,8 @@ fn describe(id_hex: &str, state: &ExecState, record: Option<&ExecutionRecord>) -
         view["timeout_ms"] = json!(record.timeout_ms);
         view["used_ms"] = json!(record.used_ms);
         view["stdout_bytes"] = json!(record.stdout.len());
-        view["pending_calls"] = json!(pending.map(|p| p.calls.iter().map(call_view).collect::<Vec<_>>()));
+        view["pending_calls"] =
+            json!(pending.map(|p| p.calls.iter().map(call_view).collect::<Vec<_>>()));
         view["frame"] = json!(pending.map(|p| json!({
             "function": p.frame.function,
             "line": p.frame.line,

@@ -72,7 +72,9 @@ mod tests {
         let tool = ToolDef {
             name: "t".into(),
             description: None,
-            parameters: Some(r#"{"type":"object","properties":{"zeta":{},"alpha":{},"mid":{}}}"#.into()),
+            parameters: Some(
+                r#"{"type":"object","properties":{"zeta":{},"alpha":{},"mid":{}}}"#.into(),
+            ),
         };
         assert_eq!(tool.param_names(), vec!["zeta", "alpha", "mid"]);
     }

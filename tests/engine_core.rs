@@ -16,13 +16,18 @@ const WEATHER: &str = r#"[
 
 fn weather_answer(_round: usize, tool: &str, input: &Value) -> CallResult {
     match tool {
-        "get-weather" => value(json!({"city": input["city"], "temp": 20 + input["city"].as_str().map_or(0, str::len)})),
+        "get-weather" => value(
+            json!({"city": input["city"], "temp": 20 + input["city"].as_str().map_or(0, str::len)}),
+        ),
         "search" => value(json!([input["query"], "result"])),
         other => CallResult::Error(format!("no tool {other}")),
     }
 }
 
-async fn run(source: &str, cold: impl Fn(usize) -> bool) -> (Step, Vec<Vec<(String, Value)>>, String, String) {
+async fn run(
+    source: &str,
+    cold: impl Fn(usize) -> bool,
+) -> (Step, Vec<Vec<(String, Value)>>, String, String) {
     let engine = engine();
     let mut record = engine
         .prepare(spec(source, tools(WEATHER), 10_000))
@@ -37,10 +42,16 @@ fn hot(_: usize) -> bool {
 
 #[tokio::test]
 async fn awaited_call_pauses_and_resumes_hot() {
-    let (step, rounds, stdout, stderr) =
-        run("w = await get_weather(city='SF')\nprint(w['temp'], w['city'])\n", hot).await;
+    let (step, rounds, stdout, stderr) = run(
+        "w = await get_weather(city='SF')\nprint(w['temp'], w['city'])\n",
+        hot,
+    )
+    .await;
     assert_eq!(step, Step::Completed, "stderr: {stderr}");
-    assert_eq!(rounds, vec![vec![("get-weather".to_owned(), json!({"city": "SF"}))]]);
+    assert_eq!(
+        rounds,
+        vec![vec![("get-weather".to_owned(), json!({"city": "SF"}))]]
+    );
     assert_eq!(stdout, "22 SF\n");
 }
 
@@ -62,7 +73,10 @@ print(a['temp'], b['city'], c, d['city'])
         calls,
         vec![
             ("get-weather".to_owned(), json!({"city": "Oslo"})),
-            ("get-weather".to_owned(), json!({"city": "Rome", "unit": "C"})),
+            (
+                "get-weather".to_owned(),
+                json!({"city": "Rome", "unit": "C"})
+            ),
             ("search".to_owned(), json!({"query": "x", "limit": 3})),
             ("get-weather".to_owned(), json!({"city": "Lima"})),
         ]
@@ -119,9 +133,18 @@ except Exception as e:
     let mut record = engine
         .prepare(spec(source, tools(WEATHER), 10_000))
         .unwrap_or_else(|e| panic!("{e}"));
-    let (step, _) = run_to_end(&engine, &mut record, |_, _, _| CallResult::Error("quota exhausted".into()), hot).await;
+    let (step, _) = run_to_end(
+        &engine,
+        &mut record,
+        |_, _, _| CallResult::Error("quota exhausted".into()),
+        hot,
+    )
+    .await;
     assert_eq!(step, Step::Completed, "stderr: {}", record.stderr);
-    assert_eq!(record.stdout, "no such name\ncaught ToolError quota exhausted\n");
+    assert_eq!(
+        record.stdout,
+        "no such name\ncaught ToolError quota exhausted\n"
+    );
 }
 
 #[tokio::test]
@@ -167,7 +190,10 @@ async fn replay_detects_a_changed_journal() {
     let mut record = engine
         .prepare(spec(source, tools(WEATHER), 10_000))
         .unwrap_or_else(|e| panic!("{e}"));
-    let step = engine.start(&mut record).await.unwrap_or_else(|e| panic!("{e}"));
+    let step = engine
+        .start(&mut record)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(matches!(step, Step::Paused(_)));
     let (step, _) = engine
         .resume(&mut record, vec![value(json!(1))])
@@ -183,7 +209,10 @@ async fn replay_detects_a_changed_journal() {
     let Step::Failed(error) = step else {
         panic!("expected a failure, got {step:?}")
     };
-    assert!(error.starts_with("Non-deterministic replay at round 1 (line 1)"), "{error}");
+    assert!(
+        error.starts_with("Non-deterministic replay at round 1 (line 1)"),
+        "{error}"
+    );
     assert!(error.contains("elsewhere"), "{error}");
 }
 
@@ -194,7 +223,10 @@ async fn replay_detects_output_that_changed() {
     let Step::Failed(error) = step else {
         panic!("expected a failure, got {step:?}")
     };
-    assert!(error.starts_with("Non-deterministic replay at round 1"), "{error}");
+    assert!(
+        error.starts_with("Non-deterministic replay at round 1"),
+        "{error}"
+    );
     assert!(error.contains("stdout differs"), "{error}");
 }
 
@@ -215,9 +247,18 @@ async fn traceback_shows_the_users_lines() {
     let source = "w = await get_weather(city='x')\n\ndef f(v):\n    return v['missing']\nf(w)\n";
     let (step, _, _, stderr) = run(source, hot).await;
     assert_eq!(step, Step::Failed("KeyError: 'missing'".into()));
-    assert!(stderr.starts_with("Traceback (most recent call last):\n"), "{stderr}");
-    assert!(stderr.contains("line 5, in <module>\n    f(w)\n"), "{stderr}");
-    assert!(stderr.contains("line 4, in f\n    return v['missing']\n"), "{stderr}");
+    assert!(
+        stderr.starts_with("Traceback (most recent call last):\n"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("line 5, in <module>\n    f(w)\n"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("line 4, in f\n    return v['missing']\n"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("baton_runtime"), "{stderr}");
 }
 
@@ -250,7 +291,10 @@ async fn loop_that_swallows_the_interrupt_is_killed() {
 
 #[tokio::test]
 async fn long_sleep_and_native_call_are_killed() {
-    for source in ["import time\ntime.sleep(10**6)\n", "print(sum(range(10**13)))\n"] {
+    for source in [
+        "import time\ntime.sleep(10**6)\n",
+        "print(sum(range(10**13)))\n",
+    ] {
         let (error, _, _) = fails_with(source, 1000).await;
         assert_eq!(error, "Time limit exceeded", "{source}");
     }
@@ -259,11 +303,15 @@ async fn long_sleep_and_native_call_are_killed() {
 #[tokio::test]
 async fn paused_time_does_not_count() {
     let engine = engine();
-    let source = "import time\nfor i in range(3):\n    await get_weather(city='x')\nprint('done')\n";
+    let source =
+        "import time\nfor i in range(3):\n    await get_weather(city='x')\nprint('done')\n";
     let mut record = engine
         .prepare(spec(source, tools(WEATHER), 1000))
         .unwrap_or_else(|e| panic!("{e}"));
-    let mut step = engine.start(&mut record).await.unwrap_or_else(|e| panic!("{e}"));
+    let mut step = engine
+        .start(&mut record)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     while let Step::Paused(_) = step {
         tokio::time::sleep(std::time::Duration::from_millis(600)).await;
         step = engine
@@ -307,11 +355,16 @@ async fn oversized_source_and_collisions_are_refused() {
     let engine = engine_with(|c| c.limits.max_source_bytes = 100);
     let big = "x = 1\n".repeat(50);
     let refused = engine.prepare(spec(&big, vec![], 1000));
-    assert!(matches!(refused, Err(baton::engine::EngineError::BadRequest(ref m)) if m.contains("over the limit")));
+    assert!(
+        matches!(refused, Err(baton::engine::EngineError::BadRequest(ref m)) if m.contains("over the limit"))
+    );
     let colliding = tools(r#"[{"name": "get-weather"}, {"name": "get weather"}]"#);
     let refused = engine.prepare(spec("pass", colliding, 1000));
     let Err(baton::engine::EngineError::BadRequest(message)) = refused else {
         panic!("collision accepted")
     };
-    assert!(message.contains("get-weather") && message.contains("get weather"), "{message}");
+    assert!(
+        message.contains("get-weather") && message.contains("get weather"),
+        "{message}"
+    );
 }

@@ -5,8 +5,8 @@ mod common;
 
 use std::time::Duration;
 
-use baton::token::{SigningKey, SigningKeys, key_identity};
 use base64::Engine as _;
+use baton::token::{SigningKey, SigningKeys, key_identity};
 use common::server::{KEY, OTHER_KEY, SIGNING, Server, answer, run_program, weather_tools};
 use serde_json::{Value, json};
 
@@ -56,14 +56,26 @@ fn full_round_trip_over_http() {
     assert_eq!((status, &health["status"]), (200, &json!("ok")));
     let reply = start(&server, TWO_ROUNDS);
     assert_eq!(reply["status"], "tool_call_required");
-    assert!(reply["session_id"].as_str().is_some_and(|s| s.starts_with("sess_")));
-    assert!(reply["continuation_token"].as_str().is_some_and(|t| t.len() > 40));
+    assert!(
+        reply["session_id"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("sess_"))
+    );
+    assert!(
+        reply["continuation_token"]
+            .as_str()
+            .is_some_and(|t| t.len() > 40)
+    );
     let calls = reply["tool_calls"].as_array().cloned().unwrap_or_default();
     assert_eq!(calls.len(), 3, "gather is one round: {reply}");
     assert_eq!(calls[0]["name"], "get-weather");
     assert_eq!(calls[0]["input"], json!({"city": "Paris"}));
     assert_eq!(calls[2]["name"], "1st tool!");
-    assert!(calls.iter().all(|c| c["id"].as_str().is_some_and(|id| id.starts_with("call_"))));
+    assert!(
+        calls
+            .iter()
+            .all(|c| c["id"].as_str().is_some_and(|id| id.starts_with("call_")))
+    );
     let (status, second) = continue_(&server, &reply, answers(&reply));
     assert_eq!(status, 200, "{second}");
     assert_eq!(second["tool_calls"][0]["name"], "class");
@@ -71,7 +83,10 @@ fn full_round_trip_over_http() {
     let (status, done) = continue_(&server, &second, answers(&second));
     assert_eq!(status, 200);
     assert_eq!(done["status"], "completed");
-    assert_eq!(done["stdout"], "15 14 1st tool!\ncaught: class tool is down\n");
+    assert_eq!(
+        done["stdout"],
+        "15 14 1st tool!\ncaught: class tool is down\n"
+    );
     assert_eq!(done["stderr"], "");
     assert_eq!(done["files"], json!([]));
     assert_eq!(done["session_id"], reply["session_id"]);
@@ -88,14 +103,26 @@ fn auth_styles_prefixes_and_401() {
     ] {
         for path in ["/exec/programmatic", "/v1/exec/programmatic"] {
             let (status, reply) = server.post_as(path, &body, Some((auth.0, &auth.1)));
-            assert_eq!((status, &reply["stdout"]), (200, &json!("1\n")), "{auth:?} {path}");
+            assert_eq!(
+                (status, &reply["stdout"]),
+                (200, &json!("1\n")),
+                "{auth:?} {path}"
+            );
         }
     }
-    for auth in [None, Some(("x-api-key", "wrong")), Some(("authorization", "Bearer nope"))] {
+    for auth in [
+        None,
+        Some(("x-api-key", "wrong")),
+        Some(("authorization", "Bearer nope")),
+    ] {
         let (status, reply) = server.post_as("/exec/programmatic", &body, auth);
         assert_eq!(status, 401);
         assert_eq!(reply["status"], "error");
-        assert!(reply["error"].as_str().is_some_and(|e| e.contains("API key")));
+        assert!(
+            reply["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("API key"))
+        );
     }
 }
 
@@ -105,18 +132,36 @@ fn request_errors_follow_the_contract() {
     let cases = [
         ("{not json".to_owned(), 400, "invalid request body"),
         (json!({"tools": []}).to_string(), 400, "code is required"),
-        (json!({"code": "pass", "timeout": 999}).to_string(), 400, "timeout"),
-        (json!({"code": "pass", "timeout": 300_001}).to_string(), 400, "timeout"),
         (
-            json!({"code": "pass", "tools": [{"name": "get-weather"}, {"name": "get_weather"}]}).to_string(),
+            json!({"code": "pass", "timeout": 999}).to_string(),
+            400,
+            "timeout",
+        ),
+        (
+            json!({"code": "pass", "timeout": 300_001}).to_string(),
+            400,
+            "timeout",
+        ),
+        (
+            json!({"code": "pass", "tools": [{"name": "get-weather"}, {"name": "get_weather"}]})
+                .to_string(),
             400,
             "\"get-weather\" and \"get_weather\"",
         ),
-        (json!({"continuation_token": "garbage", "tool_results": []}).to_string(), 400, "Invalid continuation token"),
-        (json!({"code": "x".repeat(30_000)}).to_string(), 413, "too large"),
+        (
+            json!({"continuation_token": "garbage", "tool_results": []}).to_string(),
+            400,
+            "Invalid continuation token",
+        ),
+        (
+            json!({"code": "x".repeat(30_000)}).to_string(),
+            413,
+            "too large",
+        ),
     ];
     for (body, status, text) in cases {
-        let (got, reply) = server.post_raw("/exec/programmatic", &body, Some(("x-api-key", KEY)), &[]);
+        let (got, reply) =
+            server.post_raw("/exec/programmatic", &body, Some(("x-api-key", KEY)), &[]);
         assert_eq!(got, status, "{reply}");
         assert_eq!(reply["status"], "error", "{reply}");
         let error = reply["error"].as_str().unwrap_or_default();
@@ -132,10 +177,18 @@ fn python_failures_answer_200_with_traceback() {
     assert_eq!(reply["error"], "KeyError: 'k'");
     assert_eq!(reply["stdout"], "before\n");
     let stderr = reply["stderr"].as_str().unwrap_or_default();
-    assert!(stderr.contains("line 3, in <module>\n    x['k']\n"), "{stderr}");
+    assert!(
+        stderr.contains("line 3, in <module>\n    x['k']\n"),
+        "{stderr}"
+    );
     let (reply, _) = run_program(&server, "def f(:\n  pass\n");
     assert_eq!(reply["status"], "error");
-    assert!(reply["error"].as_str().is_some_and(|e| e.starts_with("SyntaxError")), "{reply}");
+    assert!(
+        reply["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("SyntaxError")),
+        "{reply}"
+    );
     let (reply, _) = run_program(&server, "while True: pass\n");
     assert_eq!(reply["error"], "Time limit exceeded", "{reply}");
 }
@@ -151,18 +204,35 @@ fn flip_token(token: &str) -> String {
 #[test]
 fn tokens_forged_replayed_raced_and_cross_key() {
     let (_dir, server) = server(&[]);
-    let reply = start(&server, "w = await get_weather(city='a')\nv = await get_weather(city='b')\nprint(w, v)\n");
-    let token = reply["continuation_token"].as_str().unwrap_or_default().to_owned();
+    let reply = start(
+        &server,
+        "w = await get_weather(city='a')\nv = await get_weather(city='b')\nprint(w, v)\n",
+    );
+    let token = reply["continuation_token"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     let results = answers(&reply);
     let forged = json!({"continuation_token": flip_token(&token), "tool_results": results});
     let (status, body) = server.post("/exec/programmatic", &forged);
-    assert_eq!((status, &body["error"]), (400, &json!("Invalid continuation token")));
-    let truncated = json!({"continuation_token": &token[..token.len() - 5], "tool_results": results});
+    assert_eq!(
+        (status, &body["error"]),
+        (400, &json!("Invalid continuation token"))
+    );
+    let truncated =
+        json!({"continuation_token": &token[..token.len() - 5], "tool_results": results});
     let (status, body) = server.post("/exec/programmatic", &truncated);
-    assert_eq!((status, &body["error"]), (400, &json!("Invalid continuation token")));
+    assert_eq!(
+        (status, &body["error"]),
+        (400, &json!("Invalid continuation token"))
+    );
     let other = json!({"continuation_token": token, "tool_results": results});
-    let (status, body) = server.post_as("/exec/programmatic", &other, Some(("x-api-key", OTHER_KEY)));
-    assert_eq!((status, &body["error"]), (400, &json!("Invalid continuation token")));
+    let (status, body) =
+        server.post_as("/exec/programmatic", &other, Some(("x-api-key", OTHER_KEY)));
+    assert_eq!(
+        (status, &body["error"]),
+        (400, &json!("Invalid continuation token"))
+    );
     // Two concurrent continuations: exactly one wins.
     let outcomes: Vec<(u16, Value)> = std::thread::scope(|scope| {
         let racers: Vec<_> = (0..2)
@@ -175,8 +245,15 @@ fn tokens_forged_replayed_raced_and_cross_key() {
     assert_eq!(statuses, vec![200, 409], "{outcomes:?}");
     // The old token again: already used, and the execution is untouched.
     let (status, body) = server.post("/exec/programmatic", &other);
-    assert_eq!((status, &body["error"]), (409, &json!("Continuation already used")));
-    let winner = outcomes.iter().find(|(s, _)| *s == 200).map(|(_, b)| b.clone()).unwrap_or_default();
+    assert_eq!(
+        (status, &body["error"]),
+        (409, &json!("Continuation already used"))
+    );
+    let winner = outcomes
+        .iter()
+        .find(|(s, _)| *s == 200)
+        .map(|(_, b)| b.clone())
+        .unwrap_or_default();
     let (status, done) = continue_(&server, &winner, answers(&winner));
     assert_eq!(status, 200);
     assert_eq!(done["status"], "completed", "{done}");
@@ -208,7 +285,10 @@ fn expired_and_unknown_executions() {
         "/exec/programmatic",
         &json!({"continuation_token": token, "tool_results": []}),
     );
-    assert_eq!((status, &body["error"]), (404, &json!("Execution not found or expired")));
+    assert_eq!(
+        (status, &body["error"]),
+        (404, &json!("Execution not found or expired"))
+    );
 }
 
 #[test]
@@ -225,11 +305,17 @@ fn bad_results_leave_the_round_paused() {
     for (results, text) in [
         (vec![first.clone()], "missing results for call ids"),
         (vec![first.clone(), first.clone()], "duplicate results"),
-        (vec![first.clone(), good[1].clone(), unknown], "unknown call ids: call_nope"),
+        (
+            vec![first.clone(), good[1].clone(), unknown],
+            "unknown call ids: call_nope",
+        ),
     ] {
         let (status, body) = continue_(&server, &reply, results);
         assert_eq!(status, 400, "{body}");
-        assert!(body["error"].as_str().is_some_and(|e| e.contains(text)), "{body}");
+        assert!(
+            body["error"].as_str().is_some_and(|e| e.contains(text)),
+            "{body}"
+        );
     }
     let (status, done) = continue_(&server, &reply, good);
     assert_eq!((status, &done["stdout"]), (200, &json!("2\n")), "{done}");
@@ -238,14 +324,20 @@ fn bad_results_leave_the_round_paused() {
 #[test]
 fn round_limit_is_enforced() {
     let (_dir, server) = server(&["--max-rounds", "3"]);
-    let mut reply = start(&server, "for i in range(10):\n    await get_weather(city=str(i))\n");
+    let mut reply = start(
+        &server,
+        "for i in range(10):\n    await get_weather(city=str(i))\n",
+    );
     for _ in 0..2 {
         let (status, next) = continue_(&server, &reply, answers(&reply));
         assert_eq!(status, 200, "{next}");
         reply = next;
     }
     let (status, body) = continue_(&server, &reply, answers(&reply));
-    assert_eq!((status, &body["error"]), (400, &json!("Exceeded maximum round trips (3)")));
+    assert_eq!(
+        (status, &body["error"]),
+        (400, &json!("Exceeded maximum round trips (3)"))
+    );
 }
 
 const THREE_ROUNDS: &str = "\
@@ -275,7 +367,12 @@ fn sigkill_between_rounds_loses_nothing() {
     assert_eq!(rounds, 3);
     assert_eq!(reply["status"], "completed", "{reply}");
     let lines = |v: &Value| -> Vec<String> {
-        v["stdout"].as_str().unwrap_or_default().lines().map(|l| l.split(' ').take(2).collect::<Vec<_>>().join(" ")).collect()
+        v["stdout"]
+            .as_str()
+            .unwrap_or_default()
+            .lines()
+            .map(|l| l.split(' ').take(2).collect::<Vec<_>>().join(" "))
+            .collect()
     };
     assert_eq!(lines(&reply), lines(&uninterrupted));
 }
@@ -286,7 +383,8 @@ fn sigkill_during_a_run_keeps_the_last_pause() {
     let code = "w = await get_weather(city='a')\nimport time\nx = 0\nfor i in range(3_000_000):\n    x += i\nprint(w['temp'], x)\n";
     let reply = start(&server, code);
     let base = server.base.clone();
-    let body = json!({"continuation_token": reply["continuation_token"], "tool_results": answers(&reply)});
+    let body =
+        json!({"continuation_token": reply["continuation_token"], "tool_results": answers(&reply)});
     let in_flight = std::thread::spawn(move || {
         ureq::post(&format!("{base}/exec/programmatic"))
             .set("x-api-key", KEY)
@@ -295,10 +393,17 @@ fn sigkill_during_a_run_keeps_the_last_pause() {
     });
     std::thread::sleep(Duration::from_millis(300));
     server.restart();
-    assert!(!in_flight.join().unwrap_or(true), "the killed request cannot have succeeded");
+    assert!(
+        !in_flight.join().unwrap_or(true),
+        "the killed request cannot have succeeded"
+    );
     let (status, done) = continue_(&server, &reply, answers(&reply));
     assert_eq!(status, 200, "{done}");
-    assert_eq!(done["stdout"], format!("11 {}\n", (0..3_000_000u64).sum::<u64>()), "{done}");
+    assert_eq!(
+        done["stdout"],
+        format!("11 {}\n", (0..3_000_000u64).sum::<u64>()),
+        "{done}"
+    );
 }
 
 #[test]
@@ -306,16 +411,30 @@ fn cancel_stops_an_execution() {
     let (_dir, server) = server(&[]);
     let (status, reply) = server.post_raw(
         "/exec/programmatic",
-        &json!({"code": "await get_weather(city='a')\nprint('never')\n", "tools": weather_tools()}).to_string(),
+        &json!({"code": "await get_weather(city='a')\nprint('never')\n", "tools": weather_tools()})
+            .to_string(),
         Some(("x-api-key", KEY)),
         &[("X-LibreChat-Code-Request-ID", "req-77")],
     );
     assert_eq!(status, 200);
-    let (status, body) = server.post("/exec/programmatic/cancel", &json!({"request_id": "req-77"}));
-    assert_eq!((status, &body["status"]), (200, &json!("cancelled")), "{body}");
+    let (status, body) = server.post(
+        "/exec/programmatic/cancel",
+        &json!({"request_id": "req-77"}),
+    );
+    assert_eq!(
+        (status, &body["status"]),
+        (200, &json!("cancelled")),
+        "{body}"
+    );
     let (status, body) = continue_(&server, &reply, answers(&reply));
-    assert_eq!((status, &body["error"]), (409, &json!("Execution was cancelled")));
-    let (status, _) = server.post("/v1/exec/programmatic/cancel", &json!({"request_id": "unknown"}));
+    assert_eq!(
+        (status, &body["error"]),
+        (409, &json!("Execution was cancelled"))
+    );
+    let (status, _) = server.post(
+        "/v1/exec/programmatic/cancel",
+        &json!({"request_id": "unknown"}),
+    );
     assert_eq!(status, 404);
 }
 
@@ -324,7 +443,10 @@ fn inspect_shows_the_paused_frame_to_its_owner_only() {
     let (_dir, server) = server(&[]);
     let code = "def lookup(city):\n    count = 3\n    label = 'x' * 5\n    return get_weather(city=city)\nlookup('Bern')\n";
     let reply = start(&server, code);
-    let id = reply["execution_id"].as_str().unwrap_or_default().to_owned();
+    let id = reply["execution_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     let (status, view) = server.get(&format!("/executions/{id}"), Some(KEY));
     assert_eq!(status, 200, "{view}");
     assert_eq!(view["status"], "paused");
@@ -332,11 +454,17 @@ fn inspect_shows_the_paused_frame_to_its_owner_only() {
     assert_eq!(view["pending_calls"][0]["name"], "get-weather");
     assert_eq!(view["frame"]["function"], "lookup");
     assert_eq!(view["frame"]["line"], 4);
-    assert_eq!(view["frame"]["locals"], json!({"city": "Bern", "count": 3, "label": "xxxxx"}));
+    assert_eq!(
+        view["frame"]["locals"],
+        json!({"city": "Bern", "count": 3, "label": "xxxxx"})
+    );
     let (status, _) = server.get(&format!("/v1/executions/{id}"), Some(OTHER_KEY));
     assert_eq!(status, 404);
     let (status, _) = server.get("/executions/00", Some(KEY));
     assert_eq!(status, 404);
     let metrics = server.get_text("/metrics");
-    assert!(metrics.contains("baton_executions_started_total"), "{metrics}");
+    assert!(
+        metrics.contains("baton_executions_started_total"),
+        "{metrics}"
+    );
 }

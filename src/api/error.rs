@@ -58,7 +58,9 @@ impl ApiError {
             | ApiError::InvalidToken
             | ApiError::Expired
             | ApiError::TooManyRounds(_) => StatusCode::BAD_REQUEST,
-            ApiError::AlreadyUsed | ApiError::InProgress | ApiError::Cancelled => StatusCode::CONFLICT,
+            ApiError::AlreadyUsed | ApiError::InProgress | ApiError::Cancelled => {
+                StatusCode::CONFLICT
+            }
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,

@@ -12,6 +12,7 @@ pub mod error;
 
 use std::sync::Arc;
 
+use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -19,7 +20,6 @@ use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::Json;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -92,7 +92,11 @@ async fn health(State(state): State<Arc<AppState>>) -> Json<Value> {
 async fn metrics_text(State(state): State<Arc<AppState>>) -> Response {
     let engine = state.service.engine();
     metrics::gauge!("baton_parked_children").set(engine.parked_count() as f64);
-    let body = state.metrics.as_ref().map(|m| m.render()).unwrap_or_default();
+    let body = state
+        .metrics
+        .as_ref()
+        .map(|m| m.render())
+        .unwrap_or_default();
     ([("content-type", "text/plain; version=0.0.4")], body).into_response()
 }
 
@@ -150,7 +154,8 @@ struct CancelBody {
 }
 
 fn parse_json<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
-    serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("invalid request body: {e}")))
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::BadRequest(format!("invalid request body: {e}")))
 }
 
 async fn exec(
@@ -162,17 +167,22 @@ async fn exec(
     let body = read_body(&state, body)?;
     let value: Value = parse_json(&body)?;
     if !value.is_object() {
-        return Err(ApiError::BadRequest("invalid request body: expected a JSON object".into()));
+        return Err(ApiError::BadRequest(
+            "invalid request body: expected a JSON object".into(),
+        ));
     }
-    let reply = if value.get("continuation_token").is_some_and(|t| !t.is_null()) {
+    let reply = if value
+        .get("continuation_token")
+        .is_some_and(|t| !t.is_null())
+    {
         let body: ContinueBody = parse_json(&body)?;
         let token = body
             .continuation_token
             .as_str()
             .ok_or(ApiError::InvalidToken)?;
-        let results = body
-            .tool_results
-            .ok_or_else(|| ApiError::BadRequest("tool_results is required with a continuation_token".into()))?;
+        let results = body.tool_results.ok_or_else(|| {
+            ApiError::BadRequest("tool_results is required with a continuation_token".into())
+        })?;
         state.service.continue_with(owner, token, results).await?
     } else {
         let request = start_request(parse_json(&body)?, &headers)?;
@@ -194,9 +204,18 @@ fn start_request(body: StartBody, headers: &HeaderMap) -> Result<StartRequest, A
             .as_f64()
             .filter(|t| (1000.0..=300_000.0).contains(t))
             .map(|t| t as u64)
-            .ok_or_else(|| ApiError::BadRequest("timeout must be a number of milliseconds from 1000 to 300000".into()))?,
+            .ok_or_else(|| {
+                ApiError::BadRequest(
+                    "timeout must be a number of milliseconds from 1000 to 300000".into(),
+                )
+            })?,
     };
-    let tools: Vec<ToolDef> = body.tools.unwrap_or_default().into_iter().map(Into::into).collect();
+    let tools: Vec<ToolDef> = body
+        .tools
+        .unwrap_or_default()
+        .into_iter()
+        .map(Into::into)
+        .collect();
     let request_id = headers
         .get("x-librechat-code-request-id")
         .and_then(|v| v.to_str().ok())

@@ -20,7 +20,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::journal::{CallRecord, CallResult, ClockBase, ExecutionRecord, FrameSummary, PendingRound, Round};
+use crate::journal::{
+    CallRecord, CallResult, ClockBase, ExecutionRecord, FrameSummary, PendingRound, Round,
+};
 use crate::rewrite;
 use crate::sandbox::limits::ChildRlimits;
 use crate::sandbox::pool::{ChildProc, Pool};
@@ -238,15 +240,26 @@ impl Engine {
             self.evict(&record.id);
             return Ok((Step::Failed("Time limit exceeded".into()), ResumeKind::Hot));
         }
-        let parked = self.parked.lock().ok().and_then(|mut p| p.remove(&record.id));
+        let parked = self
+            .parked
+            .lock()
+            .ok()
+            .and_then(|mut p| p.remove(&record.id));
         if let Some((_, mut child)) = parked {
-            let results = record.rounds.last().map(|r| r.results.clone()).unwrap_or_default();
+            let results = record
+                .rounds
+                .last()
+                .map(|r| r.results.clone())
+                .unwrap_or_default();
             let message = ToChild::Resume {
                 results,
                 clock,
                 budget_ms: self.remaining_ms(record),
             };
-            if nonblocking::write_frame(&mut child.stream, &message).await.is_ok() {
+            if nonblocking::write_frame(&mut child.stream, &message)
+                .await
+                .is_ok()
+            {
                 let step = self.await_child(record, child, Duration::ZERO).await;
                 return Ok((step, ResumeKind::Hot));
             }
@@ -311,7 +324,10 @@ impl Engine {
                 results.len()
             )));
         }
-        let previous = record.rounds.last().map_or(record.clock0, |r| r.resume_clock);
+        let previous = record
+            .rounds
+            .last()
+            .map_or(record.clock0, |r| r.resume_clock);
         let clock = self.clock_at(record.rounds.len() + 1, Some((record.clock0, previous)));
         record.rounds.push(Round {
             calls: pending.calls,
@@ -358,7 +374,11 @@ impl Engine {
         Step::Failed(error)
     }
 
-    async fn run_fresh(&self, record: &mut ExecutionRecord, program_json: String) -> Result<Step, EngineError> {
+    async fn run_fresh(
+        &self,
+        record: &mut ExecutionRecord,
+        program_json: String,
+    ) -> Result<Step, EngineError> {
         let limits = &self.config.limits;
         let job = StartJob {
             program_json,
@@ -387,7 +407,10 @@ impl Engine {
                 .take()
                 .await
                 .map_err(|e| EngineError::Sandbox(e.to_string()))?;
-            if nonblocking::write_frame(&mut child.stream, &message).await.is_ok() {
+            if nonblocking::write_frame(&mut child.stream, &message)
+                .await
+                .is_ok()
+            {
                 return Ok(self.await_child(record, child, replay_allowance).await);
             }
         }
@@ -395,13 +418,24 @@ impl Engine {
     }
 
     /// Waits for the child's answer to a start or resume and applies it.
-    async fn await_child(&self, record: &mut ExecutionRecord, mut child: ChildProc, allowance: Duration) -> Step {
-        let deadline = Duration::from_millis(self.remaining_ms(record) + self.config.limits.grace_ms + 250) + allowance;
+    async fn await_child(
+        &self,
+        record: &mut ExecutionRecord,
+        mut child: ChildProc,
+        allowance: Duration,
+    ) -> Step {
+        let deadline =
+            Duration::from_millis(self.remaining_ms(record) + self.config.limits.grace_ms + 250)
+                + allowance;
         let started = Instant::now();
         if let Ok(mut running) = self.running.lock() {
             running.insert(record.id, child.pid);
         }
-        let reply = tokio::time::timeout(deadline, nonblocking::read_frame::<FromChild>(&mut child.stream)).await;
+        let reply = tokio::time::timeout(
+            deadline,
+            nonblocking::read_frame::<FromChild>(&mut child.stream),
+        )
+        .await;
         if let Ok(mut running) = self.running.lock() {
             running.remove(&record.id);
         }
@@ -411,14 +445,25 @@ impl Engine {
                 record.used_ms = record.timeout_ms;
                 Step::Failed("Time limit exceeded".into())
             }
-            Ok(Ok(FromChild::Paused { calls, frame_json, stdout, stderr, run_us })) => {
+            Ok(Ok(FromChild::Paused {
+                calls,
+                frame_json,
+                stdout,
+                stderr,
+                run_us,
+            })) => {
                 self.charge(record, run_us, started);
                 self.append_output(record, &stdout, &stderr);
                 let calls = self.pend(record, calls, &frame_json);
                 self.park(record.id, child);
                 Step::Paused(calls)
             }
-            Ok(Ok(FromChild::Finished { outcome, stdout, stderr, run_us })) => {
+            Ok(Ok(FromChild::Finished {
+                outcome,
+                stdout,
+                stderr,
+                run_us,
+            })) => {
                 self.charge(record, run_us, started);
                 self.append_output(record, &stdout, &stderr);
                 match outcome {
@@ -430,7 +475,9 @@ impl Engine {
                 child.kill();
                 Step::Failed("Out of memory".into())
             }
-            Ok(Err(FrameError::Closed)) => Step::Failed("Execution crashed: the interpreter process died".into()),
+            Ok(Err(FrameError::Closed)) => {
+                Step::Failed("Execution crashed: the interpreter process died".into())
+            }
             Ok(Err(error)) => {
                 child.kill();
                 Step::Failed(format!("Execution crashed: {error}"))
@@ -439,7 +486,11 @@ impl Engine {
     }
 
     fn charge(&self, record: &mut ExecutionRecord, run_us: u64, started: Instant) {
-        let measured = if run_us == 0 { started.elapsed().as_micros() as u64 } else { run_us };
+        let measured = if run_us == 0 {
+            started.elapsed().as_micros() as u64
+        } else {
+            run_us
+        };
         record.used_ms = record
             .used_ms
             .saturating_add(measured.div_ceil(1000))
@@ -451,7 +502,12 @@ impl Engine {
         append_capped(&mut record.stderr, stderr, self.config.limits.stderr_cap);
     }
 
-    fn pend(&self, record: &mut ExecutionRecord, calls: Vec<PendingCall>, frame_json: &str) -> Vec<CallRecord> {
+    fn pend(
+        &self,
+        record: &mut ExecutionRecord,
+        calls: Vec<PendingCall>,
+        frame_json: &str,
+    ) -> Vec<CallRecord> {
         let round = record.rounds.len() + 1;
         let prefix = &record.id_hex()[..8];
         let calls: Vec<CallRecord> = calls
@@ -479,7 +535,10 @@ impl Engine {
             return;
         };
         if parked.len() >= self.config.max_parked {
-            let oldest = parked.iter().min_by_key(|(_, (at, _))| *at).map(|(id, _)| *id);
+            let oldest = parked
+                .iter()
+                .min_by_key(|(_, (at, _))| *at)
+                .map(|(id, _)| *id);
             if let Some(oldest) = oldest {
                 parked.remove(&oldest);
             }

@@ -15,13 +15,21 @@ use crate::tools::ToolDef;
 pub type CannotRun = (String, String);
 
 /// Rewrites `source` and describes it for the runtime.
-pub fn program_json(source: &str, tools: &[ToolDef], limits: &ExecLimits) -> Result<String, CannotRun> {
+pub fn program_json(
+    source: &str,
+    tools: &[ToolDef],
+    limits: &ExecLimits,
+) -> Result<String, CannotRun> {
     let bindings = rewrite::bind_tools(tools).map_err(|e| (e.to_string(), String::new()))?;
     let rewritten = match rewrite::rewrite(source, &bindings) {
         Ok(rewritten) => rewritten,
-        Err(RewriteError::Syntax(info)) => {
-            return Err((info.one_line(), info.cpython_report("<string>")));
-        }
+        // The child compiles the user's own source and reports the error
+        // exactly as the VM does (CPython's messages and layout).
+        Err(RewriteError::Syntax { .. }) => rewrite::Rewritten {
+            source: source.to_owned(),
+            marker: "_B".to_owned(),
+            sites: Vec::new(),
+        },
         Err(other) => return Err((other.to_string(), String::new())),
     };
     let tools: Vec<_> = bindings

@@ -4,9 +4,9 @@
 //! Invariant: a received descriptor is owned by exactly one `OwnedFd`.
 
 use std::io::{self, IoSlice, IoSliceMut};
+use std::os::fd::AsRawFd;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
-use std::os::fd::AsRawFd;
 
 use nix::sys::socket::{ControlMessage, ControlMessageOwned, MsgFlags, recvmsg, sendmsg};
 
@@ -34,7 +34,10 @@ pub fn recv_fd(control: &UnixStream) -> io::Result<(OwnedFd, i32)> {
     )
     .map_err(io::Error::from)?;
     if message.bytes != 4 {
-        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "zygote closed its socket"));
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "zygote closed its socket",
+        ));
     }
     let mut received = None;
     for cmsg in message.cmsgs().map_err(io::Error::from)? {

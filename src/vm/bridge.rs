@@ -159,7 +159,11 @@ pub mod _baton {
         let results = match answered {
             Some(Ok(results)) => results,
             Some(Err(divergence)) => {
-                return Err(control_exception(vm, |t| t.nondeterminism.clone(), &divergence));
+                return Err(control_exception(
+                    vm,
+                    |t| t.nondeterminism.clone(),
+                    &divergence,
+                ));
             }
             None => return Err(vm.new_runtime_error("no execution to pause".to_owned())),
         };

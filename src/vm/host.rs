@@ -246,9 +246,17 @@ impl Host {
             return Ok(());
         };
         let (buffer, cap, error) = if fd == 2 {
-            (&mut output.stderr, self.limits.stderr_cap, "stderr length exceeded")
+            (
+                &mut output.stderr,
+                self.limits.stderr_cap,
+                "stderr length exceeded",
+            )
         } else {
-            (&mut output.stdout, self.limits.stdout_cap, "stdout length exceeded")
+            (
+                &mut output.stdout,
+                self.limits.stdout_cap,
+                "stdout length exceeded",
+            )
         };
         let room = (cap as usize).saturating_sub(buffer.len());
         if text.len() <= room {
@@ -289,14 +297,19 @@ impl Host {
         }
     }
 
-    fn replay_pause(&mut self, calls: Vec<PendingCall>, round: Round) -> Result<Vec<CallResult>, String> {
+    fn replay_pause(
+        &mut self,
+        calls: Vec<PendingCall>,
+        round: Round,
+    ) -> Result<Vec<CallResult>, String> {
         self.replayed += 1;
         let step = self.replayed;
-        if let Err(difference) = compare_calls(&round, &calls).and_then(|()| self.compare_output(&round)) {
+        if let Err(difference) =
+            compare_calls(&round, &calls).and_then(|()| self.compare_output(&round))
+        {
             let line = calls.first().map_or(0, |c| c.line);
-            let message = format!(
-                "Non-deterministic replay at round {step} (line {line}): {difference}"
-            );
+            let message =
+                format!("Non-deterministic replay at round {step} (line {line}): {difference}");
             self.divergence = Some(message.clone());
             return Err(message);
         }
@@ -318,15 +331,27 @@ impl Host {
         let expected_out = prefix(&self.recorded_stdout, round.stdout_len);
         let expected_err = prefix(&self.recorded_stderr, round.stderr_len);
         if output.stdout != expected_out {
-            return Err(describe_output_difference("stdout", expected_out, &output.stdout));
+            return Err(describe_output_difference(
+                "stdout",
+                expected_out,
+                &output.stdout,
+            ));
         }
         if output.stderr != expected_err {
-            return Err(describe_output_difference("stderr", expected_err, &output.stderr));
+            return Err(describe_output_difference(
+                "stderr",
+                expected_err,
+                &output.stderr,
+            ));
         }
         Ok(())
     }
 
-    fn live_pause(&mut self, calls: Vec<PendingCall>, frame_json: String) -> Result<Vec<CallResult>, String> {
+    fn live_pause(
+        &mut self,
+        calls: Vec<PendingCall>,
+        frame_json: String,
+    ) -> Result<Vec<CallResult>, String> {
         self.set_watch(Watch::Idle);
         let expected = calls.len();
         let run_us = self.stretch_us();
@@ -421,7 +446,11 @@ fn compare_calls(round: &Round, calls: &[PendingCall]) -> Result<(), String> {
             "the journal has {} call(s) here, the program made {}: {}",
             round.calls.len(),
             calls.len(),
-            calls.iter().map(describe_call).collect::<Vec<_>>().join(", ")
+            calls
+                .iter()
+                .map(describe_call)
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     for (index, (recorded, made)) in round.calls.iter().zip(calls).enumerate() {

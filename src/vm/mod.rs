@@ -33,11 +33,47 @@ pub const RUNTIME_SOURCE: &str = include_str!("../../stdlib_shims/baton_runtime.
 
 /// Modules imported once in the zygote so children start warm.
 const WARM_MODULES: &[&str] = &[
-    "json", "re", "datetime", "math", "statistics", "random", "collections", "itertools",
-    "functools", "string", "textwrap", "decimal", "fractions", "heapq", "bisect",
-    "dataclasses", "enum", "typing", "asyncio", "base64", "hashlib", "uuid", "copy", "pprint",
-    "operator", "traceback", "linecache", "contextlib", "abc", "types", "time", "os",
-    "csv", "io", "struct", "array", "calendar", "difflib", "html", "urllib.parse", "inspect",
+    "json",
+    "re",
+    "datetime",
+    "math",
+    "statistics",
+    "random",
+    "collections",
+    "itertools",
+    "functools",
+    "string",
+    "textwrap",
+    "decimal",
+    "fractions",
+    "heapq",
+    "bisect",
+    "dataclasses",
+    "enum",
+    "typing",
+    "asyncio",
+    "base64",
+    "hashlib",
+    "uuid",
+    "copy",
+    "pprint",
+    "operator",
+    "traceback",
+    "linecache",
+    "contextlib",
+    "abc",
+    "types",
+    "time",
+    "os",
+    "csv",
+    "io",
+    "struct",
+    "array",
+    "calendar",
+    "difflib",
+    "html",
+    "urllib.parse",
+    "inspect",
 ];
 
 /// The hash seed of every interpreter (so `hash(str)` replays exactly).
@@ -105,7 +141,10 @@ fn run_python(vm: &VirtualMachine, scope: Scope, source: &str, path: &str) -> Re
         .map_err(|e| format_exception(vm, e))
 }
 
-fn format_exception(vm: &VirtualMachine, exc: rustpython_vm::builtins::PyBaseExceptionRef) -> String {
+fn format_exception(
+    vm: &VirtualMachine,
+    exc: rustpython_vm::builtins::PyBaseExceptionRef,
+) -> String {
     let mut text = String::new();
     let _ = vm.write_exception(&mut text, &exc);
     text
@@ -177,7 +216,12 @@ fn fork_child(vm: &VirtualMachine, control: &UnixStream, rlimits: &ChildRlimits)
 }
 
 /// A child's whole life: confine, read the job, run, report, exit.
-fn child_main(vm: &VirtualMachine, stream: UnixStream, control_fd: i32, rlimits: &ChildRlimits) -> ! {
+fn child_main(
+    vm: &VirtualMachine,
+    stream: UnixStream,
+    control_fd: i32,
+    rlimits: &ChildRlimits,
+) -> ! {
     // SAFETY: closing the zygote's control socket in the child only.
     unsafe {
         libc::close(control_fd);

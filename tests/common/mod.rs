@@ -34,7 +34,10 @@ pub fn engine() -> Arc<Engine> {
 pub fn engine_with(adjust: impl FnOnce(&mut EngineConfig)) -> Arc<Engine> {
     let mut config = EngineConfig::new(PathBuf::from(env!("CARGO_BIN_EXE_baton")));
     config.pool_size = 2;
-    config.clock = ClockSource::Fixed { wall0: WALL0, step: STEP };
+    config.clock = ClockSource::Fixed {
+        wall0: WALL0,
+        step: STEP,
+    };
     adjust(&mut config);
     Engine::new(config).unwrap_or_else(|e| panic!("engine: {e}"))
 }
@@ -76,15 +79,26 @@ pub async fn run_to_end(
     mut answer: impl FnMut(usize, &str, &Value) -> CallResult,
     cold: impl Fn(usize) -> bool,
 ) -> (Step, Vec<Vec<(String, Value)>>) {
-    let mut step = engine.start(record).await.unwrap_or_else(|e| panic!("start: {e}"));
+    let mut step = engine
+        .start(record)
+        .await
+        .unwrap_or_else(|e| panic!("start: {e}"));
     let mut rounds = Vec::new();
     while let Step::Paused(calls) = &step {
         let round = rounds.len();
         let seen: Vec<(String, Value)> = calls
             .iter()
-            .map(|c| (c.tool.clone(), serde_json::from_str(&c.input).unwrap_or(Value::Null)))
+            .map(|c| {
+                (
+                    c.tool.clone(),
+                    serde_json::from_str(&c.input).unwrap_or(Value::Null),
+                )
+            })
             .collect();
-        let results = seen.iter().map(|(tool, input)| answer(round, tool, input)).collect();
+        let results = seen
+            .iter()
+            .map(|(tool, input)| answer(round, tool, input))
+            .collect();
         rounds.push(seen);
         if cold(round) {
             engine.evict(&record.id);
@@ -131,7 +145,9 @@ pub fn oracle(program_json: &str, seed: [u8; 32]) -> OracleRun {
     if let Some(mut stdin) = child.stdin.take() {
         let _ = stdin.write_all(request.to_string().as_bytes());
     }
-    let output = child.wait_with_output().unwrap_or_else(|e| panic!("python3: {e}"));
+    let output = child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("python3: {e}"));
     let reply: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
         panic!(
             "oracle output is not JSON ({e}): {}\n{}",
@@ -164,7 +180,8 @@ fn oracle_call(call: &Value) -> OracleCall {
     let payload = call["payload"].as_str().unwrap_or_default().to_owned();
     OracleCall {
         tool: call["tool"].as_str().unwrap_or_default().to_owned(),
-        input: serde_json::from_str(call["input"].as_str().unwrap_or("null")).unwrap_or(Value::Null),
+        input: serde_json::from_str(call["input"].as_str().unwrap_or("null"))
+            .unwrap_or(Value::Null),
         result: if call["ok"].as_bool().unwrap_or(false) {
             CallResult::Value(payload)
         } else {

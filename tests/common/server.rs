@@ -138,7 +138,10 @@ fn respond(result: Result<ureq::Response, ureq::Error>) -> (u16, Value) {
         }
         Err(ureq::Error::Status(status, response)) => {
             let text = response.into_string().unwrap_or_default();
-            (status, serde_json::from_str(&text).unwrap_or(json!({"raw": text})))
+            (
+                status,
+                serde_json::from_str(&text).unwrap_or(json!({"raw": text})),
+            )
         }
         Err(error) => panic!("transport error: {error}"),
     }
@@ -197,7 +200,9 @@ pub fn answer(call: &Value) -> Value {
             let city = input["city"].as_str().unwrap_or("?");
             json!({"call_id": call["id"], "result": {"city": city, "temp": 10 + city.len()}, "is_error": false})
         }
-        "class" => json!({"call_id": call["id"], "result": null, "is_error": true, "error_message": "class tool is down"}),
+        "class" => {
+            json!({"call_id": call["id"], "result": null, "is_error": true, "error_message": "class tool is down"})
+        }
         _ => json!({"call_id": call["id"], "result": name, "is_error": false}),
     }
 }

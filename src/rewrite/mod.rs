@@ -1,0 +1,221 @@
+//! The source-to-source rewrite that turns tool calls into checkpoints.
+//!
+//! The source is parsed with the parser the VM itself uses
+//! (`rustpython-ruff_python_parser`, the VM's version), so the rewrite accepts
+//! exactly what the VM accepts. Each tool call site's callee (`get_weather`,
+//! `tools.get_weather`) is replaced by `<marker>[<site id>]`, padded with
+//! spaces to the callee's width; the runtime binds `<marker>` to the list of
+//! sites. Module-level `asyncio.run(` becomes `await      (`.
+//!
+//! Invariants:
+//! - No edit adds or removes a line break, so every line number of the
+//!   rewritten program is the user's; columns stay in place whenever the
+//!   callee is at least as wide as its replacement (a callee of one to four
+//!   characters shifts the rest of its own line).
+//! - The marker is a name that appears nowhere in the source as a word.
+//! - Site ids are dense `0..n` and depend only on the source and the tools,
+//!   so a cold resume of the same request finds the same sites.
+//! - A call the rewrite cannot see (an alias, `getattr`) still reaches the
+//!   tool through the plain functions the runtime defines.
+
+mod names;
+mod sites;
+
+use serde::Serialize;
+
+use crate::tools::ToolDef;
+pub use names::python_name;
+
+/// How a site's result is used (see [`sites`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum CallMode {
+    /// Pauses on the spot; the call is its value.
+    Sync,
+    /// The operand of `await`.
+    Awaited,
+    /// Registered and batched; waited on when used.
+    Deferred,
+}
+
+/// A tool as the program sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolBinding {
+    /// The name the client knows.
+    pub original: String,
+    /// The Python name.
+    pub python: String,
+    /// Parameter names in schema order, for positional arguments.
+    pub params: Vec<String>,
+}
+
+/// One checkpoint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Site {
+    /// Index into the marker list.
+    pub id: usize,
+    /// Index of the tool in the bindings.
+    pub tool: usize,
+    /// 1-based line of the call.
+    pub line: usize,
+    /// 0-based column (in characters) of the callee.
+    pub col: usize,
+    /// How the result is used.
+    pub mode: CallMode,
+}
+
+/// The rewritten program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rewritten {
+    /// Source to compile.
+    pub source: String,
+    /// The global name of the site list.
+    pub marker: String,
+    /// Sites by id.
+    pub sites: Vec<Site>,
+}
+
+/// Why a program or its tools cannot be rewritten.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RewriteError {
+    /// The parser refused the source; the VM's compile reports it.
+    #[error("SyntaxError: {message} (line {line})")]
+    Syntax {
+        /// The parser's message.
+        message: String,
+        /// 1-based line.
+        line: usize,
+    },
+    /// Two tools map to one Python name.
+    #[error("tools {first:?} and {second:?} both map to the Python name {python:?}")]
+    NameCollision {
+        /// The first tool.
+        first: String,
+        /// The second tool.
+        second: String,
+        /// Their Python name.
+        python: String,
+    },
+    /// A tool name with no character left for a Python name.
+    #[error("tool name {0:?} has no characters usable in a Python name")]
+    UnnameableTool(String),
+}
+
+/// Python names for the tools; refuses collisions and empty names.
+pub fn bind_tools(tools: &[ToolDef]) -> Result<Vec<ToolBinding>, RewriteError> {
+    let mut seen: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
+    let mut bindings = Vec::with_capacity(tools.len());
+    for tool in tools {
+        let python = python_name(&tool.name)
+            .ok_or_else(|| RewriteError::UnnameableTool(tool.name.clone()))?;
+        if let Some(first) = seen.insert(python.clone(), &tool.name) {
+            return Err(RewriteError::NameCollision {
+                first: first.to_owned(),
+                second: tool.name.clone(),
+                python,
+            });
+        }
+        bindings.push(ToolBinding {
+            original: tool.name.clone(),
+            python,
+            params: tool.param_names(),
+        });
+    }
+    Ok(bindings)
+}
+
+/// Rewrites `source` for `bindings`.
+pub fn rewrite(source: &str, bindings: &[ToolBinding]) -> Result<Rewritten, RewriteError> {
+    let parsed =
+        ruff_python_parser::parse_module(source).map_err(|error| RewriteError::Syntax {
+            message: error.error.to_string(),
+            line: line_of(source, usize::from(error.location.start())),
+        })?;
+    let body = &parsed.syntax().body;
+    let bound = names::bound_names(body);
+    let python_names: Vec<String> = bindings.iter().map(|b| b.python.clone()).collect();
+    let mut finder = sites::SiteFinder::new(source, &python_names, &bound);
+    ruff_python_ast::visitor::Visitor::visit_body(&mut finder, body);
+    let findings = finder.findings;
+    let marker = choose_marker(source);
+    let mut edits: Vec<(usize, usize, String)> = Vec::new();
+    let mut sites = Vec::with_capacity(findings.sites.len());
+    for (id, found) in findings.sites.iter().enumerate() {
+        let start = usize::from(found.callee.start());
+        edits.push((
+            start,
+            usize::from(found.callee.end()),
+            format!("{marker}[{id}]"),
+        ));
+        sites.push(Site {
+            id,
+            tool: found.tool,
+            line: line_of(source, start),
+            col: column_of(source, start),
+            mode: found.mode,
+        });
+    }
+    for range in &findings.asyncio_runs {
+        edits.push((
+            usize::from(range.start()),
+            usize::from(range.end()),
+            "await".to_owned(),
+        ));
+    }
+    Ok(Rewritten {
+        source: apply_edits(source, edits),
+        marker,
+        sites,
+    })
+}
+
+/// Replaces each `(start, end)` range by its text padded with spaces to the
+/// range's width. Ranges never overlap: a callee does not contain another.
+fn apply_edits(source: &str, mut edits: Vec<(usize, usize, String)>) -> String {
+    edits.sort_by_key(|(start, _, _)| *start);
+    let mut out = String::with_capacity(source.len() + edits.len() * 4);
+    let mut at = 0;
+    for (start, end, text) in edits {
+        out.push_str(&source[at..start]);
+        let width = source[start..end].chars().count();
+        out.push_str(&text);
+        for _ in text.len()..width {
+            out.push(' ');
+        }
+        at = end;
+    }
+    out.push_str(&source[at..]);
+    out
+}
+
+/// `_B`, or the first of `_B0`, `_B1`... that is not a word of the source.
+fn choose_marker(source: &str) -> String {
+    std::iter::once("_B".to_owned())
+        .chain((0..).map(|n| format!("_B{n}")))
+        .find(|candidate| !contains_word(source, candidate))
+        .unwrap_or_else(|| "_B".to_owned())
+}
+
+fn contains_word(source: &str, word: &str) -> bool {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    source.match_indices(word).any(|(at, _)| {
+        let before = source[..at].chars().next_back();
+        let after = source[at + word.len()..].chars().next();
+        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+    })
+}
+
+fn line_of(source: &str, offset: usize) -> usize {
+    source.as_bytes()[..offset.min(source.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+fn column_of(source: &str, offset: usize) -> usize {
+    let line_start = source[..offset].rfind('\n').map_or(0, |i| i + 1);
+    source[line_start..offset].chars().count()
+}
+
+#[cfg(test)]
+mod tests;
