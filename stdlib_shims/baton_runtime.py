@@ -181,13 +181,16 @@ def _urandom(n):
 
 def _install_entropy():
     random.Random.seed = _seed
+    # random.py bound these at import, before the patch: rebind them.
+    random.seed = random._inst.seed
+    random._urandom = _urandom
     os.urandom = _urandom
     os.getrandom = lambda size, flags=0: _baton.entropy(int(size))
 
 
 def _reseed():
     """Per execution: the global generator restarts from the execution's stream."""
-    random.seed()
+    random._inst.seed()
 
 
 # ---------------------------------------------------------------- tool calls

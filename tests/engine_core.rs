@@ -172,7 +172,7 @@ async fn two_executions_get_different_randomness() {
     let engine = engine();
     let source = "import random, uuid\nprint(random.random(), uuid.uuid4())\n";
     let mut outputs = Vec::new();
-    for seed in [[1u8; 32], [2u8; 32]] {
+    for seed in [[1u8; 32], [2u8; 32], [1u8; 32]] {
         let mut s = spec(source, vec![], 10_000);
         s.seed = Some(seed);
         let mut record = engine.prepare(s).unwrap_or_else(|e| panic!("{e}"));
@@ -180,7 +180,10 @@ async fn two_executions_get_different_randomness() {
         assert_eq!(step, Step::Completed, "{}", record.stderr);
         outputs.push(record.stdout);
     }
-    assert_ne!(outputs[0], outputs[1]);
+    let parts = |i: usize| outputs[i].split(' ').map(str::to_owned).collect::<Vec<_>>();
+    assert_ne!(parts(0)[0], parts(1)[0], "random.random() repeats across executions");
+    assert_ne!(parts(0)[1], parts(1)[1], "uuid4() repeats across executions");
+    assert_eq!(outputs[0], outputs[2], "the same seed must give the same values");
 }
 
 #[tokio::test]

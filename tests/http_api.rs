@@ -189,7 +189,11 @@ fn python_failures_answer_200_with_traceback() {
             .is_some_and(|e| e.starts_with("SyntaxError")),
         "{reply}"
     );
-    let (reply, _) = run_program(&server, "while True: pass\n");
+    let (status, reply) = server.post(
+        "/exec/programmatic",
+        &json!({"code": "while True: pass\n", "tools": [], "timeout": 1000}),
+    );
+    assert_eq!(status, 200, "{reply}");
     assert_eq!(reply["error"], "Time limit exceeded", "{reply}");
 }
 
