@@ -88,6 +88,8 @@ async fn main() {
             .unwrap_or_else(|e| panic!("{e}"));
         starts.push(began.elapsed());
         assert!(matches!(step, Step::Paused(_)));
+        // Let the pool's refill fork finish: measure the resume itself.
+        tokio::time::sleep(Duration::from_millis(5)).await;
         for _ in 0..3 {
             let began = Instant::now();
             let _ = engine.resume(&mut record, answer()).await;
@@ -98,6 +100,26 @@ async fn main() {
     }
     summary("start to first pause", starts);
     summary("hot resume", hot);
+    for (name, source) in [
+        ("start to end, `pass`", "pass"),
+        (
+            "start to first pause, sync call",
+            "w = get_weather(city='x')",
+        ),
+    ] {
+        let mut samples = Vec::new();
+        for _ in 0..100 {
+            let mut record = engine
+                .prepare(spec(source))
+                .unwrap_or_else(|e| panic!("{e}"));
+            let began = Instant::now();
+            let _ = engine.start(&mut record).await;
+            samples.push(began.elapsed());
+            engine.evict(&record.id);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        summary(name, samples);
+    }
 
     let mut cold = Vec::new();
     for _ in 0..30 {

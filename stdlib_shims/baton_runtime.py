@@ -391,7 +391,9 @@ def _frame_summary(frame):
         return json.dumps({"function": "", "line": 0, "locals": "{}"})
     shown = {}
     for name, value in list(frame.f_locals.items())[:40]:
-        if name.startswith("__") or name in _hidden_names:
+        # Exact types only: modules, functions and classes are skipped
+        # without the cost of a failed json.dumps.
+        if name.startswith("__") or name in _hidden_names or type(value) not in _RENDERABLE:
             continue
         try:
             text = json.dumps(value, default=_frame_default)
@@ -405,6 +407,9 @@ def _frame_summary(frame):
         "line": frame.f_lineno,
         "locals": json.dumps(shown),
     })
+
+
+_RENDERABLE = (str, int, float, bool, type(None), list, dict, tuple)
 
 
 def _frame_default(value):

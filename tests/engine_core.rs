@@ -181,9 +181,20 @@ async fn two_executions_get_different_randomness() {
         outputs.push(record.stdout);
     }
     let parts = |i: usize| outputs[i].split(' ').map(str::to_owned).collect::<Vec<_>>();
-    assert_ne!(parts(0)[0], parts(1)[0], "random.random() repeats across executions");
-    assert_ne!(parts(0)[1], parts(1)[1], "uuid4() repeats across executions");
-    assert_eq!(outputs[0], outputs[2], "the same seed must give the same values");
+    assert_ne!(
+        parts(0)[0],
+        parts(1)[0],
+        "random.random() repeats across executions"
+    );
+    assert_ne!(
+        parts(0)[1],
+        parts(1)[1],
+        "uuid4() repeats across executions"
+    );
+    assert_eq!(
+        outputs[0], outputs[2],
+        "the same seed must give the same values"
+    );
 }
 
 #[tokio::test]
@@ -370,4 +381,78 @@ async fn oversized_source_and_collisions_are_refused() {
         message.contains("get-weather") && message.contains("get weather"),
         "{message}"
     );
+}
+
+#[tokio::test]
+async fn a_killed_parked_child_resumes_cold() {
+    let engine = engine();
+    let source = "a = await get_weather(city='a')\nb = await get_weather(city='bb')\nprint(a['temp'], b['temp'])\n";
+    let mut record = engine
+        .prepare(spec(source, tools(WEATHER), 10_000))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let step = engine
+        .start(&mut record)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(step, Step::Paused(_)));
+    let pid = engine
+        .parked_pid(&record.id)
+        .unwrap_or_else(|| panic!("not parked"));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap_or_else(|e| panic!("kill: {e}"));
+    let answer = || vec![value(json!({"temp": 1}))];
+    let (step, _) = engine
+        .resume(&mut record, answer())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(step, Step::Paused(_)), "{step:?}");
+    let (step, _) = engine
+        .resume(&mut record, answer())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(step, Step::Completed, "{}", record.stderr);
+    assert_eq!(record.stdout, "1 1\n");
+}
+
+#[tokio::test]
+async fn a_child_that_dies_fails_only_its_own_execution() {
+    let engine = engine();
+    let mut parked = engine
+        .prepare(spec(
+            "w = await get_weather(city='x')\nprint(w['temp'])\n",
+            tools(WEATHER),
+            10_000,
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(
+        engine.start(&mut parked).await,
+        Ok(Step::Paused(_))
+    ));
+    let mut dying = engine
+        .prepare(spec(
+            "import os, signal\nprint('bye')\nos.kill(os.getpid(), signal.SIGKILL)\n",
+            vec![],
+            10_000,
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let step = engine
+        .start(&mut dying)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let Step::Failed(error) = step else {
+        panic!("expected a failure, got {step:?}")
+    };
+    assert!(
+        error.contains("died") || error.contains("signal"),
+        "{error}"
+    );
+    let (step, _) = engine
+        .resume(&mut parked, vec![value(json!({"temp": 7}))])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(step, Step::Completed, "{}", parked.stderr);
+    assert_eq!(parked.stdout, "7\n");
 }

@@ -472,3 +472,33 @@ fn inspect_shows_the_paused_frame_to_its_owner_only() {
         "{metrics}"
     );
 }
+
+#[test]
+fn signing_key_rotation_keeps_tokens_in_flight() {
+    let (_dir, mut server) = server(&[]);
+    let code = "a = await get_weather(city='a')\nb = await get_weather(city='bb')\nc = await get_weather(city='ccc')\nprint(a['temp'], b['temp'], c['temp'])\n";
+    let first = start(&server, code);
+    let new_key = "t2:ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100";
+    let both = format!("{new_key},{SIGNING}");
+    server.restart_with(&["--signing-key", &both]);
+    let (status, second) = continue_(&server, &first, answers(&first));
+    assert_eq!(
+        status, 200,
+        "a token of the old key must still verify: {second}"
+    );
+    assert_eq!(second["status"], "tool_call_required");
+    server.restart_with(&["--signing-key", new_key]);
+    let (status, third) = continue_(&server, &second, answers(&second));
+    assert_eq!(status, 200, "the new key signed the second token: {third}");
+    let (status, done) = continue_(&server, &third, answers(&third));
+    assert_eq!(
+        (status, done["stdout"].as_str()),
+        (200, Some("11 12 13\n")),
+        "{done}"
+    );
+    let retired = start(&server, code);
+    server.restart_with(&["--signing-key", SIGNING]);
+    let (status, refused) = continue_(&server, &retired, answers(&retired));
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"], "Invalid continuation token");
+}

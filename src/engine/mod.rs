@@ -149,6 +149,9 @@ pub enum EngineError {
     Sandbox(String),
 }
 
+/// How the error of an execution whose child died begins.
+const CRASHED: &str = "Execution crashed:";
+
 /// The engine: a zygote, its pool of children and the parked executions.
 pub struct Engine {
     config: EngineConfig,
@@ -245,7 +248,8 @@ impl Engine {
             .lock()
             .ok()
             .and_then(|mut p| p.remove(&record.id));
-        if let Some((_, mut child)) = parked {
+        // A parked child that died (killed, OOM-killed) is resumed cold.
+        if let Some((_, mut child)) = parked.filter(|(_, child)| child.is_alive()) {
             let results = record
                 .rounds
                 .last()
@@ -261,7 +265,12 @@ impl Engine {
                 .is_ok()
             {
                 let step = self.await_child(record, child, Duration::ZERO).await;
-                return Ok((step, ResumeKind::Hot));
+                // A child that died before answering (it may have been dying
+                // while parked) left the record untouched: replay instead.
+                if !matches!(&step, Step::Failed(error) if error.starts_with(CRASHED)) {
+                    return Ok((step, ResumeKind::Hot));
+                }
+                tracing::warn!(execution = %record.id_hex(), "parked child died; resuming cold");
             }
         }
         let program = match self.program_json(record) {
@@ -411,7 +420,11 @@ impl Engine {
                 .await
                 .is_ok()
             {
-                return Ok(self.await_child(record, child, replay_allowance).await);
+                let step = self.await_child(record, child, replay_allowance).await;
+                // Refill after the answer: a fork (copying the zygote's page
+                // tables) competes for the CPU with the child's run.
+                self.pool.refill();
+                return Ok(step);
             }
         }
         Err(EngineError::Sandbox("no child accepted the job".into()))
@@ -476,11 +489,11 @@ impl Engine {
                 Step::Failed("Out of memory".into())
             }
             Ok(Err(FrameError::Closed)) => {
-                Step::Failed("Execution crashed: the interpreter process died".into())
+                Step::Failed(format!("{CRASHED} the interpreter process died"))
             }
             Ok(Err(error)) => {
                 child.kill();
-                Step::Failed(format!("Execution crashed: {error}"))
+                Step::Failed(format!("{CRASHED} {error}"))
             }
         }
     }

@@ -116,6 +116,7 @@ pub async fn run_to_end(
 /// What the oracle printed.
 pub struct OracleRun {
     pub stdout: String,
+    pub stderr: String,
     pub error: Option<String>,
     pub rounds: Vec<Vec<OracleCall>>,
 }
@@ -171,6 +172,7 @@ pub fn oracle(program_json: &str, seed: [u8; 32]) -> OracleRun {
         .unwrap_or_default();
     OracleRun {
         stdout: reply["stdout"].as_str().unwrap_or_default().to_owned(),
+        stderr: reply["stderr"].as_str().unwrap_or_default().to_owned(),
         error: reply["error"].as_str().map(str::to_owned),
         rounds,
     }

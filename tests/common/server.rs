@@ -48,6 +48,12 @@ impl Server {
         }
     }
 
+    /// Starts again on the same data directory with other extra flags.
+    pub fn restart_with(&mut self, extra: &[&str]) {
+        self.extra = extra.iter().map(|s| (*s).to_owned()).collect();
+        self.restart();
+    }
+
     /// Starts again on the same data directory and flags.
     pub fn restart(&mut self) {
         self.kill();
@@ -156,8 +162,12 @@ fn spawn(data_dir: &Path, extra: &[String]) -> (Child, String) {
         .arg(data_dir)
         .arg("--api-key")
         .arg(format!("{KEY},{OTHER_KEY}"))
-        .arg("--signing-key")
-        .arg(SIGNING)
+        .args(
+            (!extra.iter().any(|a| a == "--signing-key"))
+                .then_some(["--signing-key", SIGNING])
+                .into_iter()
+                .flatten(),
+        )
         .arg("--pool-size")
         .arg("2")
         .args(extra)

@@ -1,0 +1,189 @@
+//! The differential corpus: every program in `tests/corpus/` runs under
+//! CPython 3.11 (the oracle: the same rewrite and runtime shim, tools
+//! answered by `tests/oracle/answers.py`) and under baton three ways: hot
+//! resume at every pause, cold replay at every pause (the child evicted
+//! between rounds), and mixed. Calls, stdout, the error line and the
+//! traceback's frames must all equal the oracle's.
+//!
+//! Programs CPython and RustPython legitimately differ on are listed in
+//! [`KNOWN_DIFFERENCES`] with the reason; they are still run all three ways
+//! and must agree with each other.
+
+mod common;
+
+use std::path::PathBuf;
+
+use baton::engine::program::program_json;
+use baton::engine::{Engine, ExecLimits, Step};
+use baton::journal::CallResult;
+use common::{OracleRun, corpus_tools, engine, oracle, root, run_to_end, spec};
+use serde_json::Value;
+
+/// Programs whose output legitimately differs between CPython and RustPython.
+const KNOWN_DIFFERENCES: &[(&str, &str)] = &[];
+
+const SEED: [u8; 32] = [42; 32];
+
+#[derive(Clone, Copy, Debug)]
+enum Mode {
+    Hot,
+    Cold,
+    Mixed,
+}
+
+impl Mode {
+    fn evicts(self, round: usize) -> bool {
+        match self {
+            Mode::Hot => false,
+            Mode::Cold => true,
+            Mode::Mixed => round % 2 == 1,
+        }
+    }
+}
+
+/// What one baton run produced.
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    calls: Vec<Vec<(String, Value)>>,
+    stdout: String,
+    error: Option<String>,
+    frames: Vec<String>,
+}
+
+/// The traceback lines that must match: frames and the final line.
+fn frames(stderr: &str) -> Vec<String> {
+    let lines: Vec<&str> = stderr.lines().collect();
+    let mut kept: Vec<String> = lines
+        .iter()
+        .filter(|l| l.starts_with("  File "))
+        .map(|l| (*l).to_owned())
+        .collect();
+    if let Some(last) = lines.last() {
+        kept.push((*last).to_owned());
+    }
+    kept
+}
+
+fn expected(run: &OracleRun) -> Outcome {
+    Outcome {
+        calls: run
+            .rounds
+            .iter()
+            .map(|round| {
+                round
+                    .iter()
+                    .map(|c| (c.tool.clone(), c.input.clone()))
+                    .collect()
+            })
+            .collect(),
+        stdout: run.stdout.clone(),
+        error: run.error.clone(),
+        frames: frames(&run.stderr),
+    }
+}
+
+async fn run_baton(engine: &Engine, source: &str, oracle_run: &OracleRun, mode: Mode) -> Outcome {
+    let mut record = engine
+        .prepare(spec(source, corpus_tools(), 60_000))
+        .unwrap_or_else(|e| panic!("prepare: {e}"));
+    let mut position = (usize::MAX, 0);
+    let answer = |round: usize, tool: &str, input: &Value| {
+        position = if position.0 == round {
+            (round, position.1 + 1)
+        } else {
+            (round, 0)
+        };
+        match oracle_run.rounds.get(round).and_then(|r| r.get(position.1)) {
+            Some(call) if call.tool == tool && &call.input == input => call.result.clone(),
+            _ => CallResult::Error(format!("the oracle made no call {tool} {input} here")),
+        }
+    };
+    let (step, calls) = run_to_end(engine, &mut record, answer, |round| mode.evicts(round)).await;
+    Outcome {
+        calls,
+        stdout: record.stdout.clone(),
+        error: match step {
+            Step::Completed => None,
+            Step::Failed(error) => Some(error),
+            Step::Paused(_) => Some("still paused".into()),
+        },
+        frames: frames(&record.stderr),
+    }
+}
+
+fn programs() -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(root().join("tests/corpus"))
+        .unwrap_or_else(|e| panic!("tests/corpus: {e}"))
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "py"))
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// Checks one program; returns what differed.
+async fn check(engine: &Engine, path: &PathBuf) -> Vec<String> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let source = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let program = program_json(&source, &corpus_tools(), &ExecLimits::default())
+        .unwrap_or_else(|(error, _)| panic!("{name}: {error}"));
+    let oracle_run = oracle(&program, SEED);
+    let known = KNOWN_DIFFERENCES.iter().any(|(file, _)| *file == name);
+    let mut problems = Vec::new();
+    let hot = run_baton(engine, &source, &oracle_run, Mode::Hot).await;
+    if !known && hot != expected(&oracle_run) {
+        problems.push(format!(
+            "{name}: hot run differs from CPython\n  cpython: {:?}\n  baton:   {hot:?}",
+            expected(&oracle_run)
+        ));
+    }
+    for mode in [Mode::Cold, Mode::Mixed] {
+        let other = run_baton(engine, &source, &oracle_run, mode).await;
+        if other != hot {
+            problems.push(format!(
+                "{name}: {mode:?} run differs from hot\n  hot:   {hot:?}\n  {mode:?}: {other:?}"
+            ));
+        }
+    }
+    problems
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corpus_matches_cpython_hot_cold_and_mixed() {
+    let programs = programs();
+    assert!(
+        programs.len() >= 60,
+        "the corpus has only {} programs",
+        programs.len()
+    );
+    let engine = engine();
+    let mut problems = Vec::new();
+    for path in &programs {
+        problems.extend(check(&engine, path).await);
+    }
+    assert!(
+        problems.is_empty(),
+        "{} differences over {} programs:\n{}",
+        problems.len(),
+        programs.len(),
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn known_differences_name_real_programs() {
+    let names: Vec<String> = programs()
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    for (file, reason) in KNOWN_DIFFERENCES {
+        assert!(
+            names.iter().any(|n| n == file),
+            "{file} is listed ({reason}) but missing"
+        );
+        assert!(!reason.is_empty(), "{file} is listed without a reason");
+    }
+}
