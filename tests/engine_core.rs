@@ -197,10 +197,11 @@ async fn two_executions_get_different_randomness() {
     );
 }
 
-#[tokio::test]
-async fn replay_detects_a_changed_journal() {
-    let engine = engine();
-    let source = "a = await get_weather(city='a')\nb = await get_weather(city='b')\nprint(a, b)\n";
+/// Starts `source` with the weather tools and checks that it paused.
+async fn start_paused(
+    engine: &baton::engine::Engine,
+    source: &str,
+) -> baton::journal::ExecutionRecord {
     let mut record = engine
         .prepare(spec(source, tools(WEATHER), 10_000))
         .unwrap_or_else(|e| panic!("{e}"));
@@ -208,7 +209,15 @@ async fn replay_detects_a_changed_journal() {
         .start(&mut record)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    assert!(matches!(step, Step::Paused(_)));
+    assert!(matches!(step, Step::Paused(_)), "{step:?}");
+    record
+}
+
+#[tokio::test]
+async fn replay_detects_a_changed_journal() {
+    let engine = engine();
+    let source = "a = await get_weather(city='a')\nb = await get_weather(city='b')\nprint(a, b)\n";
+    let mut record = start_paused(&engine, source).await;
     let (step, _) = engine
         .resume(&mut record, vec![value(json!(1))])
         .await
@@ -387,14 +396,7 @@ async fn oversized_source_and_collisions_are_refused() {
 async fn a_killed_parked_child_resumes_cold() {
     let engine = engine();
     let source = "a = await get_weather(city='a')\nb = await get_weather(city='bb')\nprint(a['temp'], b['temp'])\n";
-    let mut record = engine
-        .prepare(spec(source, tools(WEATHER), 10_000))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let step = engine
-        .start(&mut record)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(matches!(step, Step::Paused(_)));
+    let mut record = start_paused(&engine, source).await;
     let pid = engine
         .parked_pid(&record.id)
         .unwrap_or_else(|| panic!("not parked"));

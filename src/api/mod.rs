@@ -153,6 +153,16 @@ struct CancelBody {
     request_id: String,
 }
 
+/// The caller's identity and the request body, or the request's error.
+fn authorized_body(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<([u8; 8], Bytes), ApiError> {
+    let owner = authorize(state, headers)?;
+    Ok((owner, read_body(state, body)?))
+}
+
 fn parse_json<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
     serde_json::from_slice(body)
         .map_err(|e| ApiError::BadRequest(format!("invalid request body: {e}")))
@@ -163,8 +173,7 @@ async fn exec(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let owner = authorize(&state, &headers)?;
-    let body = read_body(&state, body)?;
+    let (owner, body) = authorized_body(&state, &headers, body)?;
     let value: Value = parse_json(&body)?;
     if !value.is_object() {
         return Err(ApiError::BadRequest(
@@ -279,8 +288,7 @@ async fn cancel(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let owner = authorize(&state, &headers)?;
-    let body = read_body(&state, body)?;
+    let (owner, body) = authorized_body(&state, &headers, body)?;
     let body: CancelBody = parse_json(&body)?;
     if state.service.cancel(owner, &body.request_id).await? {
         Ok(Json(json!({"status": "cancelled", "request_id": body.request_id})).into_response())
