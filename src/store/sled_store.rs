@@ -18,14 +18,31 @@ fn database(error: sled::Error) -> StoreError {
 }
 
 impl SledStore {
-    /// Opens (or creates) the database in `path`.
+    /// Opens (or creates) the database in `path`. The database's file lock
+    /// is waited for briefly (a dropped handle releases it from a background
+    /// thread); a lock still held after that means another process has it.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let db = sled::Config::new()
-            .path(path)
-            .flush_every_ms(Some(1000))
-            .open()
-            .map_err(database)?;
-        Ok(Self { db })
+        let mut attempts = 0;
+        loop {
+            let opened = sled::Config::new()
+                .path(path)
+                .flush_every_ms(Some(1000))
+                .open();
+            match opened {
+                Ok(db) => return Ok(Self { db }),
+                Err(sled::Error::Io(error)) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                    attempts += 1;
+                    if attempts >= 30 {
+                        return Err(StoreError::Database(format!(
+                            "{} is in use by another process ({error})",
+                            path.display()
+                        )));
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+                Err(error) => return Err(database(error)),
+            }
+        }
     }
 }
 
