@@ -45,6 +45,10 @@ class ToolError(Exception):
         self.tool = tool
 
 
+# Tracebacks name it `ToolError`, as user code does, not `baton_runtime.ToolError`.
+ToolError.__module__ = "builtins"
+
+
 class _ControlExit(BaseException):
     """Base of the exceptions the host uses to end a program."""
 
@@ -561,19 +565,32 @@ def _error_line(exc):
 
 
 def _report(exc):
-    """A CPython-style traceback on stderr, without the runtime's own frames."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename != FILENAME:
-        tb = tb.tb_next
+    """A CPython-style traceback on stderr, with the user's frames only."""
     if isinstance(exc, (OutputLimitExceeded, NonDeterminismError)):
         return
     try:
-        lines = traceback.format_exception(type(exc), exc, tb)
+        report = traceback.TracebackException(type(exc), exc, exc.__traceback__)
+        _keep_user_frames(report, set())
+        lines = list(report.format())
     except Exception:
         lines = ["%s\n" % _error_line(exc)]
-    if tb is None and lines and lines[0].startswith("Traceback"):
-        lines = lines[1:]
     sys.stderr.write("".join(lines))
+
+
+def _keep_user_frames(report, seen):
+    """Drops the runtime's frames from a report and the ones it chains to;
+    shows a syntax error with the user's own line."""
+    while report is not None and id(report) not in seen:
+        seen.add(id(report))
+        report.stack = traceback.StackSummary.from_list(
+            [frame for frame in report.stack if frame.filename == FILENAME]
+        )
+        if report.exc_type is not None and issubclass(report.exc_type, SyntaxError) and report.lineno:
+            line = linecache.getline(FILENAME, int(report.lineno))
+            if line:
+                report.text = line
+        _keep_user_frames(report.__cause__, seen)
+        report = report.__context__
 
 
 def run(program_json):

@@ -1,0 +1,5 @@
+a = await tools.get_weather(city="Rome")
+b = tools.get_stock_price(symbol="IBM")
+c = await tools.search(query="rome weather", limit=1)
+print(a["city"], b["symbol"], c[0]["title"])
+print(sorted(k for k in vars(tools) if not k.startswith("_"))[:3])

@@ -1,0 +1,11 @@
+import datetime
+start = datetime.datetime.now()
+user = await fetch_user(user_id=12)
+signup = datetime.date.fromisoformat(user["signup"])
+today = datetime.date(2026, 1, 15)
+print(user["name"], "signed up", signup.strftime("%B %d, %Y"))
+print("days since signup:", (today - signup).days)
+after = datetime.datetime.now()
+print("elapsed > 0:", (after - start).total_seconds() > 0)
+print("weekday:", signup.strftime("%A"))
+print((signup + datetime.timedelta(weeks=10)).isoformat())

@@ -1,0 +1,11 @@
+import time
+t0 = time.time()
+m0 = time.monotonic()
+w = await get_weather(city="Seoul")
+time.sleep(1.5)
+t1 = time.time()
+m1 = time.monotonic()
+print("wall advanced", round(t1 - t0, 2) >= 1.5)
+print("monotonic advanced", m1 > m0)
+print(time.strftime("%Y-%m-%d", time.gmtime(0)))
+print(w["city"])
