@@ -21,6 +21,7 @@ import sys
 import json
 import asyncio
 import asyncio.base_events
+import heapq
 import collections.abc
 import time
 import random
@@ -366,8 +367,10 @@ class Site:
             if name in tool_input:
                 raise TypeError("%s() got multiple values for argument '%s'" % (self.python, name))
             tool_input[name] = value
+        text = _baton.dumps(tool_input)
         try:
-            text = json.dumps(tool_input, ensure_ascii=False, allow_nan=False, default=_jsonable)
+            if text is None:
+                text = _INPUT_ENCODER.encode(tool_input)
         except (TypeError, ValueError) as e:
             raise TypeError("%s(): arguments must be JSON values: %s" % (self.python, e)) from None
         if len(text) > self.max_input:
@@ -381,6 +384,10 @@ def _jsonable(value):
     raise TypeError("Object of type %s is not JSON serializable" % type(value).__name__)
 
 
+# Built once: json.dumps() with options builds an encoder per call.
+_INPUT_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=_jsonable)
+
+
 _real_default = json.JSONEncoder.default
 
 
@@ -391,33 +398,41 @@ def _encoder_default(self, o):
 
 
 def _frame_summary(frame):
+    """The paused frame for inspection: function, line, and up to 20 locals
+    that render as JSON (each cut to 200 characters), as JSON text whose
+    `locals` is itself JSON text."""
     if frame is None:
-        return json.dumps({"function": "", "line": 0, "locals": "{}"})
-    shown = {}
-    for name, value in list(frame.f_locals.items())[:40]:
+        return '{"function": "", "line": 0, "locals": "{}"}'
+    parts = []
+    for name, value in frame.f_locals.items():
+        if len(parts) >= 20:
+            break
         # Exact types only: modules, functions and classes are skipped
-        # without the cost of a failed json.dumps.
-        if name.startswith("__") or name in _hidden_names or type(value) not in _RENDERABLE:
+        # without the cost of a failed encode.
+        kind = type(value)
+        if kind not in _RENDERABLE or name.startswith("__") or name in _hidden_names:
             continue
-        try:
-            text = json.dumps(value, default=_frame_default)
-        except (TypeError, ValueError, RecursionError):
-            continue
-        if len(text) > 200:
-            text = json.dumps(text[:197] + "...")
-        shown[name] = json.loads(text)
-    return json.dumps({
+        if kind in _CONTAINERS and len(value) > 50:
+            text = _LOCALS_ENCODER.encode("<%s of %d items>" % (kind.__name__, len(value)))
+        else:
+            text = _baton.dumps(value)
+            if text is None:
+                continue
+            if len(text) > 200:
+                text = _LOCALS_ENCODER.encode(text[:197] + "...")
+        parts.append(_LOCALS_ENCODER.encode(name) + ": " + text)
+    return _LOCALS_ENCODER.encode({
         "function": frame.f_code.co_name,
         "line": frame.f_lineno,
-        "locals": json.dumps(shown),
+        "locals": "{" + ", ".join(parts) + "}",
     })
 
 
 _RENDERABLE = (str, int, float, bool, type(None), list, dict, tuple)
+_CONTAINERS = (list, dict, tuple)
 
 
-def _frame_default(value):
-    raise TypeError("not shown")
+_LOCALS_ENCODER = json.JSONEncoder()
 
 
 _hidden_names = set()
@@ -478,6 +493,46 @@ class EventLoop(asyncio.base_events.BaseEventLoop):
 
     def _process_events(self, event_list):
         pass
+
+    def run_until_complete(self, future):
+        """BaseEventLoop's, without run_forever's stop machinery: runs
+        iterations until the future is done."""
+        self._check_closed()
+        self._check_running()
+        future = asyncio.ensure_future(future, loop=self)
+        old_hooks = sys.get_asyncgen_hooks()
+        sys.set_asyncgen_hooks(firstiter=self._asyncgen_firstiter_hook, finalizer=self._asyncgen_finalizer_hook)
+        asyncio.events._set_running_loop(self)
+        try:
+            while not future.done():
+                self._run_once()
+        finally:
+            asyncio.events._set_running_loop(None)
+            sys.set_asyncgen_hooks(*old_hooks)
+        return future.result()
+
+    def _run_once(self):
+        """BaseEventLoop's iteration, minus what a loop without I/O does not
+        need: no poll while callbacks are ready, no clock read without timers."""
+        scheduled, ready = self._scheduled, self._ready
+        while scheduled and scheduled[0]._cancelled:
+            self._timer_cancelled_count -= 1
+            heapq.heappop(scheduled)._scheduled = False
+        if not ready and not self._stopping:
+            timeout = None
+            if scheduled:
+                timeout = max(0, scheduled[0]._when - self.time())
+            self._selector.select(timeout)
+        if scheduled:
+            end_time = self.time() + self._clock_resolution
+            while scheduled and scheduled[0]._when < end_time:
+                handle = heapq.heappop(scheduled)
+                handle._scheduled = False
+                ready.append(handle)
+        for _ in range(len(ready)):
+            handle = ready.popleft()
+            if not handle._cancelled:
+                handle._run()
 
     def _write_to_self(self):
         pass
@@ -541,9 +596,17 @@ def _globals_for(program):
     return g
 
 
+_spare_loops = []
+
+
+def prepare():
+    """In an idle child, before its job: build the loop the program will use."""
+    _spare_loops[:] = [EventLoop()]
+
+
 def _run_code(code, g):
     if code.co_flags & CO_COROUTINE:
-        loop = EventLoop()
+        loop = _spare_loops.pop() if _spare_loops else EventLoop()
         asyncio.set_event_loop(loop)
         try:
             loop.run_until_complete(eval(code, g))

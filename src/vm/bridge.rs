@@ -124,6 +124,13 @@ pub mod _baton {
         }
     }
 
+    /// Compact JSON text of a plain value, or `None` when Python's `json`
+    /// must decide (see [`crate::vm::to_json`]).
+    #[pyfunction]
+    fn dumps(value: PyObjectRef, vm: &VirtualMachine) -> Option<String> {
+        crate::vm::to_json::dumps(&value, vm)
+    }
+
     /// The next `n` bytes of the execution's entropy stream.
     #[pyfunction]
     fn entropy(n: usize) -> Vec<u8> {

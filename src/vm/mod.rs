@@ -19,6 +19,7 @@
 pub mod bridge;
 pub mod host;
 pub mod oom;
+pub mod to_json;
 
 use std::io::{self, Read};
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
@@ -153,6 +154,15 @@ fn rehearse(vm: &VirtualMachine) {
     let limits = crate::engine::ExecLimits::default();
     if let Ok(program) = crate::engine::program::program_json(REHEARSAL, &[], &limits) {
         let _ = run_program(vm, &program);
+    }
+    let prepared = vm
+        .import("baton_runtime", 0)
+        .and_then(|runtime| runtime.get_attr("prepare", vm)?.call((), vm));
+    if let Err(error) = prepared {
+        eprintln!(
+            "baton child: prepare failed:\n{}",
+            format_exception(vm, error)
+        );
     }
 }
 

@@ -33,6 +33,22 @@ sys.path.insert(0, HERE)
 import answers  # noqa: E402
 
 
+def _plain(value, depth):
+    if depth > 100:
+        return False
+    if value is None or isinstance(value, (str, bool)):
+        return True
+    if isinstance(value, int):
+        return -(1 << 63) <= value < (1 << 64)
+    if isinstance(value, float):
+        return value == value and value not in (float("inf"), float("-inf"))
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v, depth + 1) for k, v in value.items())
+    return False
+
+
 class FakeBaton(types.ModuleType):
     def __init__(self, seed, wall0, step):
         super().__init__("_baton")
@@ -59,6 +75,12 @@ class FakeBaton(types.ModuleType):
 
     def sleep(self, secs):
         self.slept += max(0.0, float(secs))
+
+    def dumps(self, value):
+        # Mirrors src/vm/to_json.rs: plain values only, else None.
+        if not _plain(value, 0):
+            return None
+        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
     def entropy(self, n):
         n = min(int(n), 1 << 20)
