@@ -265,11 +265,20 @@ fn tokens_forged_replayed_raced_and_cross_key() {
 
 #[test]
 fn expired_and_unknown_executions() {
-    let (_dir, server) = server(&["--paused-ttl-secs", "1"]);
+    let (_dir, server) = server(&["--paused-ttl-secs", "1", "--sweep-secs", "1"]);
     let reply = start(&server, "await get_weather(city='a')\n");
+    let inspect = format!(
+        "/executions/{}",
+        reply["execution_id"].as_str().unwrap_or_default()
+    );
+    assert_eq!(server.get(&inspect, Some(KEY)).0, 200);
     std::thread::sleep(Duration::from_millis(2100));
     let (status, body) = continue_(&server, &reply, answers(&reply));
     assert_eq!((status, &body["error"]), (400, &json!("Execution expired")));
+    // The sweeper deletes the expired execution and frees its parked child.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(server.get(&inspect, Some(KEY)).0, 404);
+    assert_eq!(server.get("/health", None).1["parked"], 0);
     // A validly signed token for an execution that does not exist.
     let (id, secret) = SIGNING.split_once(':').unwrap_or_default();
     let keys = SigningKeys::new(
@@ -501,4 +510,56 @@ fn signing_key_rotation_keeps_tokens_in_flight() {
     let (status, refused) = continue_(&server, &retired, answers(&retired));
     assert_eq!(status, 400, "{refused}");
     assert_eq!(refused["error"], "Invalid continuation token");
+}
+
+#[test]
+fn a_corrupt_record_is_reported_as_corrupt_not_missing() {
+    use baton::service::{ExecState, Status};
+    use baton::store::{SledStore, Store};
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let id = [7u8; 16];
+    let far = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+        + 3600;
+    {
+        let store = SledStore::open(&dir.path().join("store")).unwrap_or_else(|e| panic!("{e}"));
+        let state = ExecState {
+            status: Status::Paused,
+            round: 1,
+            owner: key_identity(KEY),
+            expires_at: far,
+        };
+        let state_bytes = bincode::serialize(&state).unwrap_or_default();
+        store
+            .put(&[b"s/".as_slice(), &id].concat(), &state_bytes)
+            .unwrap_or_else(|e| panic!("{e}"));
+        store
+            .put(
+                &[b"r/".as_slice(), &id].concat(),
+                b"BATN\x01\x00 not bincode",
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        store.flush().unwrap_or_else(|e| panic!("{e}"));
+    }
+    let server = Server::start(dir.path(), &[]);
+    let (key_id, secret) = SIGNING.split_once(':').unwrap_or_default();
+    let keys = SigningKeys::new(
+        SigningKey {
+            id: key_id.into(),
+            secret: hex::decode(secret).unwrap_or_default(),
+        },
+        vec![],
+    )
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    let token = keys.sign(id, 1, key_identity(KEY), far);
+    let (status, body) = server.post(
+        "/exec/programmatic",
+        &json!({"continuation_token": token, "tool_results": []}),
+    );
+    assert_eq!(status, 500, "{body}");
+    let error = body["error"].as_str().unwrap_or_default();
+    assert!(error.starts_with("execution record is corrupt"), "{body}");
+    let (status, body) = server.get(&format!("/executions/{}", hex::encode(id)), Some(KEY));
+    assert_eq!(status, 500, "{body}");
 }
