@@ -60,6 +60,9 @@ fn private_kb(pid: i32) -> Option<u64> {
     Some(field("Private_Clean:") + field("Private_Dirty:"))
 }
 
+/// Pause between iterations so the pool refills (a new child forks and rehearses in about 4 ms).
+const SETTLE_MS: u64 = 5;
+
 const LOOP20: &str = "total = 0\nfor i in range(20):\n    w = await get_weather(city=str(i))\n    total += w['temp']\nprint(total)\n";
 
 #[tokio::main]
@@ -75,37 +78,18 @@ async fn main() {
     let _ = engine.start(&mut warm).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
 
-    let mut starts = Vec::new();
-    let mut hot = Vec::new();
-    for _ in 0..100 {
-        let mut record = engine
-            .prepare(spec(LOOP20))
-            .unwrap_or_else(|e| panic!("{e}"));
-        let began = Instant::now();
-        let step = engine
-            .start(&mut record)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        starts.push(began.elapsed());
-        assert!(matches!(step, Step::Paused(_)));
-        // Let the pool's refill fork finish: measure the resume itself.
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        for _ in 0..3 {
-            let began = Instant::now();
-            let _ = engine.resume(&mut record, answer()).await;
-            hot.push(began.elapsed());
-        }
-        engine.evict(&record.id);
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    summary("start to first pause", starts);
-    summary("hot resume", hot);
+    // Starts alone: start, evict, let the pool refill. Each source is a row.
     for (name, source) in [
-        ("start to end, `pass`", "pass"),
+        ("start to first pause (20-round loop)", LOOP20),
         (
-            "start to first pause, sync call",
+            "start to first pause, one await",
+            "w = await get_weather(city='x')",
+        ),
+        (
+            "start to first pause, call without await",
             "w = get_weather(city='x')",
         ),
+        ("start to end, `pass`", "pass"),
     ] {
         let mut samples = Vec::new();
         for _ in 0..100 {
@@ -116,10 +100,32 @@ async fn main() {
             let _ = engine.start(&mut record).await;
             samples.push(began.elapsed());
             engine.evict(&record.id);
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            tokio::time::sleep(Duration::from_millis(SETTLE_MS)).await;
         }
         summary(name, samples);
     }
+
+    // Hot resumes of a parked child, after the pool has settled.
+    let mut hot = Vec::new();
+    for _ in 0..100 {
+        let mut record = engine
+            .prepare(spec(LOOP20))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let step = engine
+            .start(&mut record)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(step, Step::Paused(_)));
+        tokio::time::sleep(Duration::from_millis(SETTLE_MS)).await;
+        for _ in 0..3 {
+            let began = Instant::now();
+            let _ = engine.resume(&mut record, answer()).await;
+            hot.push(began.elapsed());
+        }
+        engine.evict(&record.id);
+        tokio::time::sleep(Duration::from_millis(SETTLE_MS)).await;
+    }
+    summary("hot resume", hot);
 
     let mut cold = Vec::new();
     for _ in 0..30 {

@@ -484,6 +484,12 @@ impl Engine {
                     ChildOutcome::Failed(error) => Step::Failed(error),
                 }
             }
+            Ok(Ok(FromChild::Ready)) => {
+                child.kill();
+                Step::Failed(format!(
+                    "{CRASHED} the interpreter sent an unexpected message"
+                ))
+            }
             Ok(Ok(FromChild::OutOfMemory)) => {
                 child.kill();
                 Step::Failed("Out of memory".into())

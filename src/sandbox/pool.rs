@@ -11,7 +11,11 @@ use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::sandbox::protocol::{FromChild, nonblocking};
 use crate::sandbox::zygote::{ForkedChild, Zygote};
+
+/// How long a new child may take to rehearse.
+const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A live child and the server's end of its socket.
 pub struct ChildProc {
@@ -96,12 +100,28 @@ impl Pool {
         self.idle.lock().map(|idle| idle.len()).unwrap_or(0)
     }
 
+    /// Forks a child and waits until it has rehearsed and is ready.
     async fn fork(&self) -> io::Result<ChildProc> {
         let zygote = self.zygote.clone();
         let forked = tokio::task::spawn_blocking(move || zygote.fork())
             .await
             .map_err(io::Error::other)??;
-        ChildProc::from_forked(forked)
+        let mut child = ChildProc::from_forked(forked)?;
+        let ready = tokio::time::timeout(
+            READY_TIMEOUT,
+            nonblocking::read_frame::<FromChild>(&mut child.stream),
+        )
+        .await;
+        match ready {
+            Ok(Ok(FromChild::Ready)) => Ok(child),
+            Ok(Ok(_)) => Err(io::Error::other(
+                "a new child sent something before it was ready",
+            )),
+            Ok(Err(error)) => Err(io::Error::other(format!(
+                "a new child failed before it was ready: {error}"
+            ))),
+            Err(_) => Err(io::Error::other("a new child was not ready in time")),
+        }
     }
 
     /// Tops the pool up in the background.

@@ -118,6 +118,10 @@ pub enum FromChild {
     },
     /// Memory allocation failed; the child is about to abort.
     OutOfMemory,
+    /// A new child finished its rehearsal and waits for its job (sent once,
+    /// before anything else; last so the pre-encoded `OutOfMemory` keeps its
+    /// index).
+    Ready,
 }
 
 /// Why a frame could not be read or written.

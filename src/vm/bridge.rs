@@ -3,8 +3,9 @@
 //!
 //! Invariant: the interpreter of a child runs on one thread, and the host is
 //! installed in that thread's slot before any program code runs; a call made
-//! with no host installed (in the zygote, during warm-up) sees a fixed clock
-//! and a fixed entropy stream and cannot pause.
+//! with no host installed (the rehearsal in the zygote and in an idle child,
+//! before any job) sees a fixed clock, a fixed entropy stream, and every tool
+//! answering `null`; what it prints is dropped.
 
 use std::cell::RefCell;
 
@@ -98,14 +99,8 @@ pub mod _baton {
                 Err(control_exception(vm, |t| t.output_limit.clone(), error))
             }
             Some(Ok(())) => Ok(()),
-            None => {
-                if fd == 2 {
-                    eprint!("{text}");
-                } else {
-                    print!("{text}");
-                }
-                Ok(())
-            }
+            // The rehearsal's output goes nowhere.
+            None => Ok(()),
         }
     }
 
@@ -162,6 +157,7 @@ pub mod _baton {
                 line: u32::try_from(line).unwrap_or(0),
             })
             .collect();
+        let calls_len = calls.len();
         let answered = with_host(|host| host.pause(calls, frame));
         let results = match answered {
             Some(Ok(results)) => results,
@@ -172,7 +168,8 @@ pub mod _baton {
                     &divergence,
                 ));
             }
-            None => return Err(vm.new_runtime_error("no execution to pause".to_owned())),
+            // The rehearsal (no execution yet): every tool answers null.
+            None => vec![CallResult::Value("null".into()); calls_len],
         };
         let items = results
             .into_iter()

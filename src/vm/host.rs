@@ -66,6 +66,18 @@ pub struct Shared {
     wake: Condvar,
 }
 
+impl Shared {
+    /// The state shared with the watchdog, writing frames to `writer`.
+    pub fn new(writer: UnixStream) -> Arc<Shared> {
+        Arc::new(Shared {
+            output: Mutex::new(Output::default()),
+            writer: Mutex::new(writer),
+            watch: Mutex::new(Watch::Idle),
+            wake: Condvar::new(),
+        })
+    }
+}
+
 /// The virtual clock: deterministic, advanced by reads and sleeps.
 #[derive(Clone, Copy)]
 pub struct Clock {
@@ -171,9 +183,8 @@ pub struct Host {
 
 impl Host {
     /// Reads the start job from the socket and sets up the execution.
-    pub fn from_socket(stream: UnixStream) -> Result<(Host, String), String> {
-        let mut reader = stream;
-        let writer = reader.try_clone().map_err(|e| e.to_string())?;
+    pub fn from_socket(reader: UnixStream, shared: Arc<Shared>) -> Result<(Host, String), String> {
+        let mut reader = reader;
         let job = match read_frame::<ToChild>(&mut reader) {
             Ok(ToChild::Start(job)) => job,
             Ok(_) => return Err("expected a start job".into()),
@@ -188,12 +199,6 @@ impl Host {
             recorded_stderr,
             limits,
         } = *job;
-        let shared = Arc::new(Shared {
-            output: Mutex::new(Output::default()),
-            writer: Mutex::new(writer),
-            watch: Mutex::new(Watch::Idle),
-            wake: Condvar::new(),
-        });
         let host = Host {
             reader,
             shared,

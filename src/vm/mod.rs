@@ -140,10 +140,31 @@ pub fn warm_up(vm: &VirtualMachine) -> Result<(), String> {
 
 /// A program that walks the runtime's common path: compile with top-level
 /// await, the event loop, tasks, gather, json.
-const REHEARSAL: &str = "import asyncio, json\n\
-async def _f(x):\n    await asyncio.sleep(0)\n    return {'x': x}\n\
-r = await asyncio.gather(_f(1), _f(2))\n\
-s = json.dumps(r) + f'{len(r)}'\n";
+const REHEARSAL: &str = r#"import asyncio, json
+async def _f(x):
+    await asyncio.sleep(0)
+    return {'x': x}
+class _C:
+    def __init__(self, n):
+        self.n = n
+    async def go(self):
+        return await rehearsal(x=self.n)
+r = await asyncio.gather(_f(1), _f(2), rehearsal(x=1), rehearsal(2))
+total = 0
+for i in range(3):
+    w = await rehearsal(x=str(i))
+    total += len(str(w)) + i
+    print(f"{i}: {w} {total:>4}", i, sep=' ')
+a = await rehearsal(x=[3, 'a', 1.5, None])
+b = rehearsal(x={'k': True})
+c = [rehearsal(x=i) for i in range(2)]
+d = await _C(5).go()
+try:
+    raise ToolError('x', 'rehearsal')
+except ToolError as e:
+    m = str(e)
+s = json.dumps(r) + f'{len(r)}' + str(a) + str(b) + str(c[0]) + str(sorted({'b': 1, 'a': 2}.items())) + m
+"#;
 
 /// Runs [`REHEARSAL`] without a host. In the zygote it performs the lazy
 /// initialisations once for every child; in an idle child (before its job
@@ -152,7 +173,12 @@ s = json.dumps(r) + f'{len(r)}'\n";
 /// and cold children stay in step.
 fn rehearse(vm: &VirtualMachine) {
     let limits = crate::engine::ExecLimits::default();
-    if let Ok(program) = crate::engine::program::program_json(REHEARSAL, &[], &limits) {
+    let tool = crate::tools::ToolDef {
+        name: "rehearsal".into(),
+        description: None,
+        parameters: Some(r#"{"type": "object", "properties": {"x": {}}}"#.into()),
+    };
+    if let Ok(program) = crate::engine::program::program_json(REHEARSAL, &[tool], &limits) {
         let _ = run_program(vm, &program);
     }
     let prepared = vm
@@ -267,12 +293,24 @@ fn child_main(
     let stream = unsafe { UnixStream::from_raw_fd(stream_fd) };
     oom::arm(stream_fd);
     rehearse(vm);
-    let (mut host, program_json) = match host::Host::from_socket(stream) {
+    // Everything that does not depend on the job is ready before it comes.
+    let Ok(mut writer) = stream.try_clone() else {
+        host::exit_now()
+    };
+    if crate::sandbox::protocol::write_frame(
+        &mut writer,
+        &crate::sandbox::protocol::FromChild::Ready,
+    )
+    .is_err()
+    {
+        host::exit_now();
+    }
+    let shared = host::Shared::new(writer);
+    host::spawn_watchdog(shared.clone(), interrupt_with_time_limit);
+    let (mut host, program_json) = match host::Host::from_socket(stream, shared) {
         Ok(started) => started,
         Err(_) => host::exit_now(),
     };
-    let shared = host.shared.clone();
-    host::spawn_watchdog(shared, interrupt_with_time_limit);
     host.begin();
     bridge::install_host(host);
     let error = run_program(vm, &program_json);
