@@ -664,7 +664,7 @@ def run(program_json):
     _reseed()
     original = program["original"]
     linecache.cache[FILENAME] = (len(original), None, original.splitlines(True), FILENAME)
-    sys.setrecursionlimit(program.get("recursion_limit", 1000))
+    _real_setrecursionlimit(min(program.get("recursion_limit", 1000), MAX_RECURSION_LIMIT))
     try:
         g = _globals_for(program)
         code = compile(program["source"], FILENAME, "exec", flags=PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
@@ -681,9 +681,86 @@ def run(program_json):
     return None
 
 
+# ---------------------------------------------------------------- the fence
+#
+# The Python half of the sandbox: clear errors for what code may not do.
+# It is not the wall (the child's seccomp filter and empty root are); it
+# makes a refused attempt fail early, with a message that says why.
+
+_BLOCKED_MODULES = frozenset({
+    "socket", "_socket", "ssl", "_ssl", "subprocess", "_posixsubprocess",
+    "multiprocessing", "_multiprocessing", "_posixshmem", "ctypes", "_ctypes",
+    "mmap", "select", "signal", "_signal", "resource", "fcntl", "pty", "tty",
+    "termios", "posix", "faulthandler", "_winapi", "nt", "msvcrt", "winreg",
+})
+
+_DENIED_OS = (
+    "system", "popen", "fork", "forkpty", "execl", "execle", "execlp", "execlpe",
+    "execv", "execve", "execvp", "execvpe", "_execvpe", "spawnl", "spawnle",
+    "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe",
+    "posix_spawn", "posix_spawnp", "kill", "killpg", "putenv", "unsetenv",
+    "chdir", "fchdir", "chroot", "chmod", "fchmod", "lchmod", "chown", "fchown",
+    "lchown", "remove", "unlink", "rmdir", "removedirs", "mkdir", "makedirs",
+    "mkfifo", "mknod", "rename", "renames", "replace", "link", "symlink",
+    "truncate", "ftruncate", "open", "listdir", "scandir", "setuid", "setgid",
+    "seteuid", "setegid", "setreuid", "setregid", "setresuid", "setresgid",
+    "setgroups", "setsid", "setpgid", "setpgrp", "nice", "openpty", "login_tty",
+    "register_at_fork", "sched_setaffinity", "memfd_create", "sendfile",
+)
+
+#: Deepest recursion limit code may ask for (the interpreter's thread has a
+#: 64 MiB stack; deeper Python recursion would overflow it).
+MAX_RECURSION_LIMIT = 4000
+
+
+class _Fence:
+    """First on sys.meta_path: refuses the blocked modules by name."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name in _BLOCKED_MODULES:
+            raise ModuleNotFoundError(
+                "module %r is not available in baton: code has no network, "
+                "processes, signals or host files" % name,
+                name=name,
+            )
+        return None
+
+
+def _refusal(name):
+    def refuse(*args, **kwargs):
+        raise PermissionError(1, "os.%s is not available in baton" % name)
+
+    refuse.__name__ = refuse.__qualname__ = name
+    return refuse
+
+
+_real_setrecursionlimit = sys.setrecursionlimit
+
+
+def _setrecursionlimit(limit):
+    if not isinstance(limit, int) or limit > MAX_RECURSION_LIMIT:
+        raise ValueError("recursion limit above %d is not allowed in baton" % MAX_RECURSION_LIMIT)
+    _real_setrecursionlimit(limit)
+
+
+def _install_fence():
+    for name in _BLOCKED_MODULES:
+        sys.modules.pop(name, None)
+    sys.meta_path.insert(0, _Fence)
+    for name in _DENIED_OS:
+        if hasattr(os, name):
+            setattr(os, name, _refusal(name))
+    sys.setrecursionlimit = _setrecursionlimit
+    # The child's working directory is an empty root with no name.
+    os.getcwd = lambda: "/"
+    os.getcwdb = lambda: b"/"
+
+
 def install():
     """Once per interpreter, before any program: patch the modules."""
     _install_time()
     _install_entropy()
     _install_loop()
     json.JSONEncoder.default = _encoder_default
+    _install_fence()

@@ -7,6 +7,13 @@
 //! - A child holds no descriptor of the zygote or the server but its own
 //!   socket and the standard streams (stdin is `/dev/null`).
 //! - CPU time is capped as a backstop to the run-time watchdog.
+//! - A child's root and working directory are an empty directory that no
+//!   longer has a name (created and removed by the zygote, entered by its
+//!   descriptor): nothing is there to read, and nothing can be created in it.
+//!   Changing the root needs privilege; without it the child still works
+//!   from that directory and the system-call filter does the refusing.
+//! - Standard input, output and error are `/dev/null`: a child talks only
+//!   over its socket, and cannot write into the server's logs.
 
 use std::io;
 
@@ -33,15 +40,57 @@ impl Default for ChildRlimits {
     }
 }
 
-/// Applies the limits to the calling (child) process; keeps only `keep_fd`.
-pub fn confine_child(limits: &ChildRlimits, keep_fd: i32) -> io::Result<()> {
-    close_inherited_fds(keep_fd)?;
+/// Applies the limits to the calling (child) process; keeps only `keep_fd`,
+/// and enters the empty root held open as `root_fd`.
+pub fn confine_child(limits: &ChildRlimits, keep_fd: i32, root_fd: i32) -> io::Result<()> {
+    // Read /proc before the root changes.
     let inherited = address_space_bytes().unwrap_or(512 << 20);
+    let fds = open_fds()?;
+    silence_standard_streams();
+    enter_empty_root(root_fd)?;
+    for fd in fds {
+        if fd > 2 && fd != keep_fd {
+            // SAFETY: closing descriptors this process no longer needs.
+            unsafe {
+                libc::close(fd);
+            }
+        }
+    }
     let cap = inherited.saturating_add(limits.memory_mb.saturating_mul(1 << 20));
     set_limit(libc::RLIMIT_AS, cap)?;
     set_limit(libc::RLIMIT_CPU, limits.cpu_seconds)?;
     set_limit(libc::RLIMIT_NOFILE, limits.open_files)?;
     set_limit(libc::RLIMIT_CORE, 0)?;
+    Ok(())
+}
+
+/// Creates an empty directory, opens it, and removes its name: the
+/// descriptor is a root in which nothing exists or can be created.
+pub fn make_empty_root() -> io::Result<i32> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let path = std::env::temp_dir().join(format!("baton-root-{}-{nanos}", std::process::id()));
+    std::fs::create_dir(&path)?;
+    let opened = std::fs::File::open(&path);
+    let removed = std::fs::remove_dir(&path);
+    let dir = opened?;
+    removed?;
+    Ok(std::os::fd::IntoRawFd::into_raw_fd(dir))
+}
+
+fn enter_empty_root(root_fd: i32) -> io::Result<()> {
+    // SAFETY: plain syscalls on a descriptor and constant paths.
+    unsafe {
+        if libc::fchdir(root_fd) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // Needs CAP_SYS_CHROOT; without it the working directory stays the
+        // empty one and the seccomp filter refuses file access.
+        if libc::chroot(c".".as_ptr()) == 0 {
+            libc::chdir(c"/".as_ptr());
+        }
+    }
     Ok(())
 }
 
@@ -66,17 +115,24 @@ fn address_space_bytes() -> Option<u64> {
     Some(pages * u64::try_from(page).ok()?)
 }
 
-fn close_inherited_fds(keep_fd: i32) -> io::Result<()> {
-    // SAFETY: opening /dev/null and duplicating it over stdin.
+/// Points stdin, stdout and stderr at `/dev/null`.
+fn silence_standard_streams() {
+    // SAFETY: opening /dev/null and duplicating it over the standard streams.
     unsafe {
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY);
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
         if null >= 0 {
-            libc::dup2(null, 0);
-            if null != 0 {
+            for fd in 0..=2 {
+                libc::dup2(null, fd);
+            }
+            if null > 2 {
                 libc::close(null);
             }
         }
     }
+}
+
+/// The descriptors open in this process.
+fn open_fds() -> io::Result<Vec<i32>> {
     let mut fds = Vec::new();
     for entry in std::fs::read_dir("/proc/self/fd")? {
         let name = entry?.file_name();
@@ -84,13 +140,5 @@ fn close_inherited_fds(keep_fd: i32) -> io::Result<()> {
             fds.push(fd);
         }
     }
-    for fd in fds {
-        if fd > 2 && fd != keep_fd {
-            // SAFETY: closing descriptors this process no longer needs.
-            unsafe {
-                libc::close(fd);
-            }
-        }
-    }
-    Ok(())
+    Ok(fds)
 }

@@ -8,4 +8,5 @@ pub mod fdpass;
 pub mod limits;
 pub mod pool;
 pub mod protocol;
+pub mod seccomp;
 pub mod zygote;

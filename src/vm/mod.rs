@@ -209,6 +209,14 @@ fn format_exception(
 
 /// The zygote's entry: build, warm, then fork children on request. Never returns.
 pub fn zygote_main(rlimits: ChildRlimits) -> ! {
+    let root_fd = match crate::sandbox::limits::make_empty_root() {
+        Ok(fd) => fd,
+        Err(error) => {
+            eprintln!("baton zygote: cannot make the children's empty root: {error}");
+            std::process::exit(1)
+        }
+    };
+    let confinement = Confinement { rlimits, root_fd };
     let spawned = std::thread::Builder::new()
         .name("zygote".into())
         .stack_size(64 << 20)
@@ -219,7 +227,7 @@ pub fn zygote_main(rlimits: ChildRlimits) -> ! {
                     eprintln!("baton zygote: warm-up failed:\n{error}");
                     host::exit_now();
                 }
-                serve_forks(vm, &rlimits)
+                serve_forks(vm, &confinement)
             })
         });
     match spawned {
@@ -232,7 +240,7 @@ pub fn zygote_main(rlimits: ChildRlimits) -> ! {
 }
 
 /// Answers fork requests on fd 0 until the server goes away.
-fn serve_forks(vm: &VirtualMachine, rlimits: &ChildRlimits) -> ! {
+fn serve_forks(vm: &VirtualMachine, confinement: &Confinement) -> ! {
     // SAFETY: fd 0 is the control socket the server gave this process.
     let mut control = unsafe { UnixStream::from_raw_fd(0) };
     // SAFETY: ignoring SIGCHLD makes the kernel reap children; no handler runs.
@@ -245,14 +253,25 @@ fn serve_forks(vm: &VirtualMachine, rlimits: &ChildRlimits) -> ! {
             // The server is gone: so are we (children die with us).
             host::exit_now();
         }
-        if let Err(error) = fork_child(vm, &control, rlimits) {
+        if let Err(error) = fork_child(vm, &control, confinement) {
             eprintln!("baton zygote: fork failed: {error}");
             host::exit_now();
         }
     }
 }
 
-fn fork_child(vm: &VirtualMachine, control: &UnixStream, rlimits: &ChildRlimits) -> io::Result<()> {
+/// What the zygote applies to each child.
+struct Confinement {
+    rlimits: ChildRlimits,
+    /// The empty root every child enters.
+    root_fd: i32,
+}
+
+fn fork_child(
+    vm: &VirtualMachine,
+    control: &UnixStream,
+    confinement: &Confinement,
+) -> io::Result<()> {
     let (server_end, child_end) = UnixStream::pair()?;
     // SAFETY: the zygote has exactly one thread running (this one), so the
     // child starts from a consistent copy of the process.
@@ -261,7 +280,7 @@ fn fork_child(vm: &VirtualMachine, control: &UnixStream, rlimits: &ChildRlimits)
         0 => {
             drop(server_end);
             let control_fd = control.as_raw_fd();
-            child_main(vm, child_end, control_fd, rlimits)
+            child_main(vm, child_end, control_fd, confinement)
         }
         pid => {
             let sent = crate::sandbox::fdpass::send_fd(control, server_end.as_raw_fd(), pid);
@@ -277,7 +296,7 @@ fn child_main(
     vm: &VirtualMachine,
     stream: UnixStream,
     control_fd: i32,
-    rlimits: &ChildRlimits,
+    confinement: &Confinement,
 ) -> ! {
     // SAFETY: closing the zygote's control socket in the child only.
     unsafe {
@@ -286,7 +305,9 @@ fn child_main(
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
     }
     let stream_fd = stream.into_raw_fd();
-    if crate::sandbox::limits::confine_child(rlimits, stream_fd).is_err() {
+    if crate::sandbox::limits::confine_child(&confinement.rlimits, stream_fd, confinement.root_fd)
+        .is_err()
+    {
         host::exit_now();
     }
     // SAFETY: we own stream_fd (just taken from the stream).
@@ -307,6 +328,10 @@ fn child_main(
     }
     let shared = host::Shared::new(writer);
     host::spawn_watchdog(shared.clone(), interrupt_with_time_limit);
+    // From here on: no files, no sockets, no processes or threads.
+    if crate::sandbox::seccomp::lock_down(std::process::id() as i32).is_err() {
+        host::exit_now();
+    }
     let (mut host, program_json) = match host::Host::from_socket(stream, shared) {
         Ok(started) => started,
         Err(_) => host::exit_now(),

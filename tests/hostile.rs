@@ -1,0 +1,482 @@
+//! Hostile code: every attack program is stopped with a clear error, and the
+//! engine (real children from a real zygote) keeps serving afterwards.
+//!
+//! Two tables. `REFUSED`: attacks that must raise inside Python; each runs
+//! wrapped so that it prints `BLOCKED <ExceptionType> <message>` or
+//! `ESCAPED`, and the exception type must be one of those listed. `STOPPED`:
+//! resource attacks that must end the execution with the contract's error.
+//! The HTTP test at the end runs attacks and ordinary executions at once.
+
+mod common;
+
+use baton::engine::{Engine, Step};
+use common::{engine_with, run_to_end, spec, tools, value};
+use serde_json::{Value, json};
+
+const WEATHER: &str =
+    r#"[{"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {}}}}]"#;
+
+/// (name, attack body, exception types that count as blocked)
+const REFUSED: &[(&str, &str, &[&str])] = &[
+    // Modules that reach the host, by every import route.
+    ("import socket", "import socket", &["ModuleNotFoundError"]),
+    ("import _socket", "import _socket", &["ModuleNotFoundError"]),
+    (
+        "import subprocess",
+        "import subprocess",
+        &["ModuleNotFoundError"],
+    ),
+    (
+        "import _posixsubprocess",
+        "import _posixsubprocess",
+        &["ModuleNotFoundError"],
+    ),
+    ("import ctypes", "import ctypes", &["ModuleNotFoundError"]),
+    ("import mmap", "import mmap", &["ModuleNotFoundError"]),
+    ("import select", "import select", &["ModuleNotFoundError"]),
+    ("import signal", "import signal", &["ModuleNotFoundError"]),
+    (
+        "import resource",
+        "import resource",
+        &["ModuleNotFoundError"],
+    ),
+    ("import fcntl", "import fcntl", &["ModuleNotFoundError"]),
+    ("import pty", "import pty", &["ModuleNotFoundError"]),
+    (
+        "import multiprocessing",
+        "import multiprocessing",
+        &["ModuleNotFoundError"],
+    ),
+    ("import posix", "import posix", &["ModuleNotFoundError"]),
+    ("import ssl", "import ssl", &["ModuleNotFoundError"]),
+    (
+        "urllib.request",
+        "import urllib.request\nurllib.request.urlopen('http://127.0.0.1:1/')",
+        &["ModuleNotFoundError"],
+    ),
+    (
+        "http.client",
+        "import http.client\nhttp.client.HTTPConnection('127.0.0.1').connect()",
+        &["ModuleNotFoundError"],
+    ),
+    (
+        "importlib.import_module",
+        "import importlib\nimportlib.import_module('socket')",
+        &["ModuleNotFoundError"],
+    ),
+    (
+        "__import__",
+        "__import__('subprocess')",
+        &["ModuleNotFoundError"],
+    ),
+    (
+        "exec import",
+        "exec('import socket')",
+        &["ModuleNotFoundError"],
+    ),
+    (
+        "eval __import__",
+        "eval(\"__import__('ctypes')\")",
+        &["ModuleNotFoundError"],
+    ),
+    (
+        "compile and exec",
+        "exec(compile('import mmap', 'x', 'exec'))",
+        &["ModuleNotFoundError"],
+    ),
+    (
+        "fence removed, then socket()",
+        "import sys\nsys.meta_path[:] = [f for f in sys.meta_path if 'Fence' not in repr(f)]\nimport socket\nsocket.socket()",
+        &["PermissionError", "ModuleNotFoundError", "ImportError"],
+    ),
+    (
+        "socket module kept by asyncio",
+        "import asyncio.base_events as b\nb.socket.socket(b.socket.AF_INET, b.socket.SOCK_STREAM)",
+        &["PermissionError"],
+    ),
+    (
+        "asyncio.open_connection",
+        "import asyncio\nasync def f():\n    await asyncio.open_connection('127.0.0.1', 80)\nasyncio.run(f())",
+        &["PermissionError", "NotImplementedError", "RuntimeError"],
+    ),
+    // Files of the host.
+    (
+        "open /etc/passwd",
+        "open('/etc/passwd').read()",
+        &["PermissionError", "FileNotFoundError"],
+    ),
+    (
+        "open /proc/self/environ",
+        "open('/proc/self/environ', 'rb').read()",
+        &["PermissionError", "FileNotFoundError"],
+    ),
+    (
+        "open /proc/self/mem",
+        "open('/proc/self/mem', 'rb').read(1)",
+        &["PermissionError", "FileNotFoundError"],
+    ),
+    (
+        "open the signing key",
+        "open('baton-data/signing_key').read()",
+        &["PermissionError", "FileNotFoundError"],
+    ),
+    (
+        "open the store",
+        "open('baton-data/store/conf').read()",
+        &["PermissionError", "FileNotFoundError"],
+    ),
+    (
+        "write a file",
+        "open('/tmp/baton-pwned', 'w').write('x')",
+        &["PermissionError", "FileNotFoundError"],
+    ),
+    (
+        "pathlib read",
+        "import pathlib\npathlib.Path('/etc/hostname').read_text()",
+        &["PermissionError", "FileNotFoundError"],
+    ),
+    (
+        "io.FileIO",
+        "import io\nio.FileIO('/etc/passwd').read()",
+        &["PermissionError", "FileNotFoundError"],
+    ),
+    (
+        "os.open",
+        "import os\nos.open('/etc/passwd', 0)",
+        &["PermissionError"],
+    ),
+    (
+        "os.listdir",
+        "import os\nos.listdir('/')",
+        &["PermissionError"],
+    ),
+    (
+        "os.scandir",
+        "import os\nlist(os.scandir('/'))",
+        &["PermissionError"],
+    ),
+    (
+        "os.remove",
+        "import os\nos.remove('/tmp/x')",
+        &["PermissionError"],
+    ),
+    (
+        "os.mkdir",
+        "import os\nos.mkdir('/tmp/baton-dir')",
+        &["PermissionError"],
+    ),
+    (
+        "os.chdir",
+        "import os\nos.chdir('/etc')",
+        &["PermissionError"],
+    ),
+    (
+        "FileIO found by __subclasses__",
+        "io = [c for c in ().__class__.__base__.__subclasses__() if c.__name__ == '_IOBase'][0]\nfio = [c for c in io.__subclasses__() if 'Raw' in c.__name__][0].__subclasses__()[0]\nfio('/etc/passwd').read()",
+        &["PermissionError", "FileNotFoundError", "IndexError"],
+    ),
+    (
+        "open via builtins of a function's globals",
+        "b = (lambda: 0).__globals__['__builtins__']\nb = b if isinstance(b, dict) else vars(b)\nb['open']('/etc/shadow').read()",
+        &["PermissionError", "FileNotFoundError", "TypeError"],
+    ),
+    // Processes, threads, signals.
+    (
+        "os.system",
+        "import os\nos.system('id')",
+        &["PermissionError"],
+    ),
+    (
+        "os.popen",
+        "import os\nos.popen('id').read()",
+        &["PermissionError"],
+    ),
+    ("os.fork", "import os\nos.fork()", &["PermissionError"]),
+    (
+        "fork bomb",
+        "import os\nwhile True:\n    os.fork()",
+        &["PermissionError"],
+    ),
+    (
+        "os.execv",
+        "import os\nos.execv('/bin/sh', ['sh', '-c', 'id'])",
+        &["PermissionError"],
+    ),
+    (
+        "os.posix_spawn",
+        "import os\nos.posix_spawn('/bin/sh', ['sh'], {})",
+        &["PermissionError"],
+    ),
+    (
+        "os.kill the server",
+        "import os\nos.kill(os.getppid(), 9)",
+        &["PermissionError"],
+    ),
+    (
+        "os.kill pid 1",
+        "import os\nos.kill(1, 9)",
+        &["PermissionError"],
+    ),
+    (
+        "os.putenv",
+        "import os\nos.putenv('X', '1')",
+        &["PermissionError"],
+    ),
+    ("setuid", "import os\nos.setuid(0)", &["PermissionError"]),
+    // Limits the code might try to lift.
+    (
+        "raise the recursion limit",
+        "import sys\nsys.setrecursionlimit(10**6)",
+        &["ValueError"],
+    ),
+    (
+        "recursion",
+        "def f(n):\n    return f(n + 1)\nf(0)",
+        &["RecursionError"],
+    ),
+    (
+        "huge tool input",
+        "get_weather(city='x' * (2 << 20))",
+        &["ValueError"],
+    ),
+    (
+        "tool input not JSON",
+        "get_weather(city=object())",
+        &["TypeError"],
+    ),
+];
+
+/// (name, program, the execution's error)
+const STOPPED: &[(&str, &str, &str)] = &[
+    ("string memory bomb", "s = 'a' * 10**10\n", "Out of memory"),
+    ("list memory bomb", "l = [0] * 10**10\n", "Out of memory"),
+    (
+        "exponential string",
+        "s = 'a'\nwhile True:\n    s += s\n",
+        "Out of memory",
+    ),
+    ("bytearray bomb", "b = bytearray(10**10)\n", "Out of memory"),
+    (
+        "dict growth",
+        "d = {}\ni = 0\nwhile True:\n    d[i] = [i] * 1000\n    i += 1\n",
+        "Out of memory",
+    ),
+    (
+        "infinite loop",
+        "while True:\n    pass\n",
+        "Time limit exceeded",
+    ),
+    (
+        "loop that swallows the interrupt",
+        "while True:\n    try:\n        while True: pass\n    except BaseException:\n        pass\n",
+        "Time limit exceeded",
+    ),
+    (
+        "long native call",
+        "sum(range(10**13))\n",
+        "Time limit exceeded",
+    ),
+    (
+        "sleep forever",
+        "import time\ntime.sleep(10**6)\n",
+        "Time limit exceeded",
+    ),
+    (
+        "100 MB of prints",
+        "while True:\n    print('x' * 10000)\n",
+        "stdout length exceeded",
+    ),
+    (
+        "stderr flood",
+        "import sys\nwhile True:\n    sys.stderr.write('y' * 10000)\n",
+        "stderr length exceeded",
+    ),
+];
+
+fn hostile_engine() -> std::sync::Arc<Engine> {
+    engine_with(|c| {
+        c.pool_size = 2;
+        c.limits.stdout_cap = 1 << 20;
+        c.limits.stderr_cap = 1 << 20;
+        c.rlimits.memory_mb = 256;
+    })
+}
+
+fn wrapped(body: &str) -> String {
+    let indented: String = body.lines().map(|l| format!("    {l}\n")).collect();
+    format!(
+        "def __attack():\n{indented}\ntry:\n    __attack()\n    print('ESCAPED')\nexcept BaseException as e:\n    print('BLOCKED', type(e).__name__, str(e)[:300])\n"
+    )
+}
+
+async fn run(engine: &Engine, source: &str, timeout_ms: u64) -> (Step, String, String) {
+    let mut record = engine
+        .prepare(spec(source, tools(WEATHER), timeout_ms))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (step, _) = run_to_end(
+        engine,
+        &mut record,
+        |_, _, _| value(json!({"temp": 1})),
+        |_| false,
+    )
+    .await;
+    (step, record.stdout.clone(), record.stderr.clone())
+}
+
+async fn still_serving(engine: &Engine) {
+    let (step, stdout, stderr) = run(
+        engine,
+        "w = await get_weather(city='x')\nprint('alive', w['temp'])\n",
+        5000,
+    )
+    .await;
+    assert_eq!(
+        (step, stdout.as_str()),
+        (Step::Completed, "alive 1\n"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attacks_inside_python_are_refused() {
+    assert!(
+        REFUSED.len() + STOPPED.len() >= 60,
+        "{} attacks",
+        REFUSED.len() + STOPPED.len()
+    );
+    let engine = hostile_engine();
+    let mut escaped = Vec::new();
+    for (name, body, blocked_as) in REFUSED {
+        let (step, stdout, stderr) = run(&engine, &wrapped(body), 5000).await;
+        let verdict = stdout.lines().last().unwrap_or_default().to_owned();
+        let blocked = verdict
+            .strip_prefix("BLOCKED ")
+            .and_then(|rest| rest.split(' ').next())
+            .is_some_and(|kind| blocked_as.contains(&kind));
+        if step != Step::Completed || !blocked {
+            escaped.push(format!(
+                "{name}: {step:?} {verdict:?} {}",
+                stderr.lines().last().unwrap_or_default()
+            ));
+        }
+    }
+    assert!(
+        escaped.is_empty(),
+        "not refused as expected:\n{}",
+        escaped.join("\n")
+    );
+    still_serving(&engine).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resource_attacks_end_with_the_contract_error() {
+    let engine = hostile_engine();
+    let mut wrong = Vec::new();
+    for (name, program, expected) in STOPPED {
+        let started = std::time::Instant::now();
+        let (step, _, _) = run(&engine, program, 1500).await;
+        if step != Step::Failed((*expected).to_owned()) {
+            wrong.push(format!("{name}: {step:?} after {:?}", started.elapsed()));
+        }
+    }
+    assert!(wrong.is_empty(), "wrong outcome:\n{}", wrong.join("\n"));
+    still_serving(&engine).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_environment_shows_nothing_of_the_server() {
+    let engine = hostile_engine();
+    let source = "import os, sys\nprint(sorted(os.environ))\nprint(os.getenv('BATON_API_KEYS'), os.getcwd())\nprint([p for p in sys.path if 'baton' in p.lower()])\n";
+    let (step, stdout, stderr) = run(&engine, source, 5000).await;
+    assert_eq!(step, Step::Completed, "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "['LANG', 'TZ']", "only what the zygote sets");
+    assert!(lines[1].starts_with("None "), "{stdout}");
+    assert_eq!(lines[2], "[]");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threads_run_inline_and_create_no_os_thread() {
+    let engine = hostile_engine();
+    let source = "import threading, _thread\nmain = threading.get_ident()\nseen = []\nt = threading.Thread(target=lambda: seen.append(threading.get_ident()))\nt.start()\nseen.append('after start')\n_thread.start_new_thread(lambda: seen.append('raw'), ())\nprint(seen == [main, 'after start', 'raw'] or seen)\n";
+    let (step, stdout, stderr) = run(&engine, source, 5000).await;
+    assert_eq!(
+        (step, stdout.as_str()),
+        (Step::Completed, "True\n"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn ordinary_executions_complete_while_attacks_run() {
+    use common::server::Server;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::start(dir.path(), &["--memory-mb", "256"]);
+    let attacks = [
+        "while True:\n    pass\n",
+        "s = 'a'\nwhile True:\n    s += s\n",
+        "import time\ntime.sleep(10**6)\n",
+        "while True:\n    print('x' * 10000)\n",
+        "sum(range(10**13))\n",
+        "l = [0] * 10**10\n",
+        "import os\nwhile True:\n    os.fork()\n",
+        "def f():\n    return f()\nf()\n",
+    ];
+    let base = server.base.clone();
+    let attackers: Vec<_> = attacks
+        .iter()
+        .map(|code| {
+            let base = base.clone();
+            let code = (*code).to_owned();
+            std::thread::spawn(move || {
+                post(&base, &json!({"code": code, "tools": [], "timeout": 3000}))
+            })
+        })
+        .collect();
+    let ordinary: Vec<_> = (0..32)
+        .map(|i| {
+            let base = base.clone();
+            std::thread::spawn(move || ordinary_execution(&base, i))
+        })
+        .collect();
+    for (i, handle) in ordinary.into_iter().enumerate() {
+        let stdout = handle.join().unwrap_or_default();
+        assert_eq!(stdout, format!("{i} 11 12\n"), "execution {i}");
+    }
+    for handle in attackers {
+        let reply = handle.join().unwrap_or(Value::Null);
+        assert_eq!(reply["status"], "error", "{reply}");
+    }
+    assert_eq!(server.get("/health", None).1["status"], "ok");
+}
+
+fn post(base: &str, body: &Value) -> Value {
+    ureq::post(&format!("{base}/exec/programmatic"))
+        .set("x-api-key", common::server::KEY)
+        .timeout(std::time::Duration::from_secs(60))
+        .send_json(body.clone())
+        .ok()
+        .and_then(|r| r.into_json().ok())
+        .unwrap_or(Value::Null)
+}
+
+fn ordinary_execution(base: &str, i: usize) -> String {
+    let code = format!(
+        "a = await get_weather(city='a')\nb = await get_weather(city='bb')\nprint({i}, a['temp'], b['temp'])\n"
+    );
+    let mut reply = post(
+        base,
+        &json!({"code": code, "tools": common::server::weather_tools()}),
+    );
+    while reply["status"] == "tool_call_required" {
+        let results: Vec<Value> = reply["tool_calls"]
+            .as_array()
+            .map(|calls| calls.iter().map(common::server::answer).collect())
+            .unwrap_or_default();
+        reply = post(
+            base,
+            &json!({"continuation_token": reply["continuation_token"], "tool_results": results}),
+        );
+    }
+    reply["stdout"].as_str().unwrap_or_default().to_owned()
+}
