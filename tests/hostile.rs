@@ -161,6 +161,16 @@ const REFUSED: &[(&str, &str, &[&str])] = &[
         &["PermissionError"],
     ),
     (
+        "os.stat of a host path",
+        "import os\nos.stat('/etc/passwd')",
+        &["PermissionError", "FileNotFoundError"],
+    ),
+    (
+        "probe for files",
+        "import os\nif os.path.exists('/etc/passwd') or os.path.isdir('/proc'):\n    raise AssertionError('host files are visible')\nraise PermissionError('nothing seen')",
+        &["PermissionError"],
+    ),
+    (
         "os.mkdir",
         "import os\nos.mkdir('/tmp/baton-dir')",
         &["PermissionError"],

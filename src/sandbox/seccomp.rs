@@ -7,7 +7,8 @@
 //! changing files, listing directories, creating sockets, starting processes
 //! or threads, executing programs, signalling any process but itself,
 //! tracing, namespaces, mounts, kernel modules, BPF, keyrings, identity
-//! changes and clock changes. Everything else (memory, time, the socket,
+//! changes and clock changes; metadata of a path (`stat` of anything but an
+//! open descriptor). Everything else (memory, time, the socket,
 //! `exit`) stays allowed.
 //!
 //! Invariants:
@@ -166,6 +167,11 @@ const DENIED_LEGACY: &[i64] = &[];
 /// `SIGABRT` on itself).
 const SIGNALS: &[i64] = &[libc::SYS_kill, libc::SYS_tkill, libc::SYS_tgkill];
 
+/// Path lookups of metadata: allowed only on a descriptor (`AT_EMPTY_PATH`,
+/// how `fstat` is made), so no path of the host can be probed. Each entry is
+/// the call and the index of its flags argument.
+const STAT_BY_PATH: &[(i64, u8)] = &[(libc::SYS_newfstatat, 3), (libc::SYS_statx, 2)];
+
 /// Builds the filter for a child whose pid is `own_pid`.
 pub fn child_filter(own_pid: i32) -> Result<BpfProgram, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
@@ -184,6 +190,19 @@ pub fn child_filter(own_pid: i32) -> Result<BpfProgram, String> {
         rules.insert(
             call,
             vec![SeccompRule::new(vec![other]).map_err(|e| e.to_string())?],
+        );
+    }
+    for &(call, flags_arg) in STAT_BY_PATH {
+        let by_path = SeccompCondition::new(
+            flags_arg,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::MaskedEq(libc::AT_EMPTY_PATH as u64),
+            0,
+        )
+        .map_err(|e| e.to_string())?;
+        rules.insert(
+            call,
+            vec![SeccompRule::new(vec![by_path]).map_err(|e| e.to_string())?],
         );
     }
     let filter = SeccompFilter::new(
