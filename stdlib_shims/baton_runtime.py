@@ -624,7 +624,7 @@ def _error_line(exc):
     if isinstance(exc, (OutputLimitExceeded, NonDeterminismError)):
         return str(exc)
     text = "%s: %s" % (type(exc).__name__, exc) if str(exc) else type(exc).__name__
-    return text.splitlines()[0] if text else type(exc).__name__
+    return text.splitlines()[0].rstrip() if text else type(exc).__name__
 
 
 def _report(exc):

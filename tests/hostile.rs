@@ -292,6 +292,31 @@ const STOPPED: &[(&str, &str, &str)] = &[
         "Time limit exceeded",
     ),
     (
+        "catch the interrupt and finish",
+        "try:\n    while True: pass\nexcept BaseException:\n    print('survived')\n",
+        "Time limit exceeded",
+    ),
+    (
+        "catch the interrupt, then call a tool",
+        "try:\n    while True: pass\nexcept BaseException:\n    pass\nget_weather(city='x')\n",
+        "Time limit exceeded",
+    ),
+    (
+        "a thread that never ends",
+        "import threading\nthreading.Thread(target=lambda: [0 for _ in iter(int, 1)]).start()\n",
+        "Time limit exceeded",
+    ),
+    (
+        "thread bomb",
+        "import threading\nwhile True:\n    threading.Thread(target=lambda: None).start()\n",
+        "Time limit exceeded",
+    ),
+    (
+        "raised recursion limit, then deep recursion",
+        "import sys\nsys.setrecursionlimit(4000)\ndef f(n):\n    return f(n + 1)\nf(0)\n",
+        "RecursionError: maximum recursion depth exceeded",
+    ),
+    (
         "100 MB of prints",
         "while True:\n    print('x' * 10000)\n",
         "stdout length exceeded",

@@ -14,6 +14,7 @@
 
 use std::collections::VecDeque;
 use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,9 @@ use crate::journal::{CallResult, ClockBase, Round};
 use crate::sandbox::protocol::{
     ChildLimits, ChildOutcome, FromChild, PendingCall, StartJob, ToChild, read_frame, write_frame,
 };
+
+/// The contract's error for an execution over its run-time budget.
+const TIME_LIMIT: &str = "Time limit exceeded";
 
 /// Captured output, shared with the watchdog so a hard kill still reports it.
 #[derive(Default)]
@@ -64,6 +68,10 @@ pub struct Shared {
     pub writer: Mutex<UnixStream>,
     watch: Mutex<Watch>,
     wake: Condvar,
+    /// Set when the soft time limit fired: however the code handled the
+    /// interrupt (a bare `except`, a thread that swallows it), the
+    /// execution's outcome is `Time limit exceeded`.
+    timed_out: AtomicBool,
 }
 
 impl Shared {
@@ -74,6 +82,7 @@ impl Shared {
             writer: Mutex::new(writer),
             watch: Mutex::new(Watch::Idle),
             wake: Condvar::new(),
+            timed_out: AtomicBool::new(false),
         })
     }
 }
@@ -357,6 +366,10 @@ impl Host {
         calls: Vec<PendingCall>,
         frame_json: String,
     ) -> Result<Vec<CallResult>, String> {
+        if self.shared.timed_out.load(Ordering::SeqCst) {
+            // The code caught the interrupt and went on to call a tool.
+            self.finish(None)
+        }
         self.set_watch(Watch::Idle);
         let expected = calls.len();
         let run_us = self.stretch_us();
@@ -426,6 +439,9 @@ impl Host {
     fn final_error(&self, error: Option<String>) -> Option<String> {
         if let Some(divergence) = &self.divergence {
             return Some(divergence.clone());
+        }
+        if self.shared.timed_out.load(Ordering::SeqCst) {
+            return Some(TIME_LIMIT.to_owned());
         }
         if self.replaying() {
             return Some(format!(
@@ -535,6 +551,7 @@ fn watchdog_loop(shared: &Shared, interrupt: &dyn Fn()) {
             Watch::Idle => None,
             Watch::Armed { soft, hard } if now >= soft => {
                 *watch = Watch::Fired { hard };
+                shared.timed_out.store(true, Ordering::SeqCst);
                 interrupt();
                 Some(hard.saturating_duration_since(now))
             }
@@ -572,7 +589,7 @@ fn hard_timeout(shared: &Shared) -> ! {
         std::thread::sleep(Duration::from_millis(1));
     };
     let message = FromChild::Finished {
-        outcome: ChildOutcome::Failed("Time limit exceeded".into()),
+        outcome: ChildOutcome::Failed(TIME_LIMIT.into()),
         stdout,
         stderr,
         run_us: 0,
