@@ -5,58 +5,16 @@
 //!
 //! Run: `cargo bench --ignore-rust-version --bench http`.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-const KEY: &str = "bench-key";
+#[path = "../tests/common/server.rs"]
+mod server;
+
+use server::{KEY, Server};
+
 const CODE: &str = "a = await get_weather(city='a')\nb = await get_weather(city='bb')\nc = await get_weather(city='ccc')\nprint(a['t'] + b['t'] + c['t'])\n";
-
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(dir: &std::path::Path) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_baton"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--api-key",
-            KEY,
-            "--pool-size",
-            "8",
-        ])
-        .arg("--data-dir")
-        .arg(dir)
-        .env("BATON_LOG", "warn")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("baton: {e}"));
-    let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
-    let mut lines = BufReader::new(stdout).lines();
-    let base = loop {
-        match lines.next() {
-            Some(Ok(line)) => {
-                if let Some(address) = line.strip_prefix("baton: listening on ") {
-                    break address.trim().to_owned();
-                }
-            }
-            _ => panic!("baton did not start"),
-        }
-    };
-    Server { child, base }
-}
 
 fn post(base: &str, body: &Value) -> (Value, Duration) {
     let began = Instant::now();
@@ -109,7 +67,7 @@ fn median(mut samples: Vec<Duration>) -> f64 {
 
 fn main() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let server = serve(dir.path());
+    let server = Server::start(dir.path(), &["--pool-size", "8"]);
     execution(&server.base);
     for clients in [1usize, 8, 32] {
         let per_client = 120 / clients.max(1) + 2;

@@ -197,6 +197,19 @@ fn python_failures_answer_200_with_traceback() {
     assert_eq!(reply["error"], "Time limit exceeded", "{reply}");
 }
 
+/// The signing keys the test servers use, to mint tokens.
+fn test_signing_keys() -> SigningKeys {
+    let (id, secret) = SIGNING.split_once(':').unwrap_or_default();
+    SigningKeys::new(
+        SigningKey {
+            id: id.into(),
+            secret: hex::decode(secret).unwrap_or_default(),
+        },
+        vec![],
+    )
+    .unwrap_or_else(|e| panic!("{e:?}"))
+}
+
 fn flip_token(token: &str) -> String {
     let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let mut bytes = engine.decode(token).unwrap_or_default();
@@ -280,15 +293,7 @@ fn expired_and_unknown_executions() {
     assert_eq!(server.get(&inspect, Some(KEY)).0, 404);
     assert_eq!(server.get("/health", None).1["parked"], 0);
     // A validly signed token for an execution that does not exist.
-    let (id, secret) = SIGNING.split_once(':').unwrap_or_default();
-    let keys = SigningKeys::new(
-        SigningKey {
-            id: id.into(),
-            secret: hex::decode(secret).unwrap_or_default(),
-        },
-        vec![],
-    )
-    .unwrap_or_else(|e| panic!("{e:?}"));
+    let keys = test_signing_keys();
     let far = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
@@ -543,15 +548,7 @@ fn a_corrupt_record_is_reported_as_corrupt_not_missing() {
         store.flush().unwrap_or_else(|e| panic!("{e}"));
     }
     let server = Server::start(dir.path(), &[]);
-    let (key_id, secret) = SIGNING.split_once(':').unwrap_or_default();
-    let keys = SigningKeys::new(
-        SigningKey {
-            id: key_id.into(),
-            secret: hex::decode(secret).unwrap_or_default(),
-        },
-        vec![],
-    )
-    .unwrap_or_else(|e| panic!("{e:?}"));
+    let keys = test_signing_keys();
     let token = keys.sign(id, 1, key_identity(KEY), far);
     let (status, body) = server.post(
         "/exec/programmatic",

@@ -153,6 +153,15 @@ fn respond(result: Result<ureq::Response, ureq::Error>) -> (u16, Value) {
     }
 }
 
+/// `[flag, value]` when `extra` does not set `flag` itself.
+fn unless_given<'a>(extra: &[String], flag: &'a str, value: &'a str) -> Vec<&'a str> {
+    if extra.iter().any(|a| a == flag) {
+        Vec::new()
+    } else {
+        vec![flag, value]
+    }
+}
+
 fn spawn(data_dir: &Path, extra: &[String]) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_baton"))
         .arg("serve")
@@ -162,14 +171,8 @@ fn spawn(data_dir: &Path, extra: &[String]) -> (Child, String) {
         .arg(data_dir)
         .arg("--api-key")
         .arg(format!("{KEY},{OTHER_KEY}"))
-        .args(
-            (!extra.iter().any(|a| a == "--signing-key"))
-                .then_some(["--signing-key", SIGNING])
-                .into_iter()
-                .flatten(),
-        )
-        .arg("--pool-size")
-        .arg("2")
+        .args(unless_given(extra, "--signing-key", SIGNING))
+        .args(unless_given(extra, "--pool-size", "2"))
         .args(extra)
         .env("BATON_LOG", "warn")
         .stdout(Stdio::piped())
