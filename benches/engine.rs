@@ -30,6 +30,7 @@ fn spec(source: &str) -> ExecutionSpec {
         timeout_ms: 60_000,
         session_id: "bench".into(),
         seed: None,
+        files: Vec::new(),
     }
 }
 

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::tools::ToolDef;
 
 /// The on-disk format version written by this build.
-pub const FORMAT_VERSION: u16 = 1;
+pub const FORMAT_VERSION: u16 = 2;
 const MAGIC: &[u8; 4] = b"BATN";
 
 /// Why a stored record could not be read.
@@ -112,6 +112,15 @@ pub struct PendingRound {
     pub frame: FrameSummary,
 }
 
+/// A file of the execution's workspace (`/mnt/data/<name>`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceFile {
+    /// Path under `/mnt/data`, `/`-separated, validated.
+    pub name: String,
+    /// Contents.
+    pub bytes: Vec<u8>,
+}
+
 /// The whole durable state of one execution.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ExecutionRecord {
@@ -141,6 +150,12 @@ pub struct ExecutionRecord {
     pub stdout: String,
     /// All stderr so far.
     pub stderr: String,
+    /// The workspace the code starts with (the request's files); replay
+    /// starts from the same.
+    pub files: Vec<WorkspaceFile>,
+    /// Files the code created or changed, once it completed (not stored).
+    #[serde(skip)]
+    pub produced: Vec<WorkspaceFile>,
 }
 
 impl ExecutionRecord {
@@ -278,6 +293,11 @@ mod tests {
             }),
             stdout: "abc".into(),
             stderr: String::new(),
+            files: vec![WorkspaceFile {
+                name: "data.csv".into(),
+                bytes: b"a,b\n1,2\n".to_vec(),
+            }],
+            produced: vec![],
         }
     }
 

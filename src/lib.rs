@@ -16,6 +16,7 @@ pub mod store;
 pub mod token;
 pub mod tools;
 pub mod vm;
+pub mod workspace;
 
 /// Reports allocation failures of children (see [`vm::oom`]).
 #[global_allocator]

@@ -23,10 +23,11 @@ use serde_json::json;
 
 use crate::api::error::ApiError;
 use crate::engine::{Engine, ExecutionSpec, ResumeKind, Step};
-use crate::journal::{CallRecord, CallResult, ExecutionRecord};
+use crate::journal::{CallRecord, CallResult, ExecutionRecord, WorkspaceFile};
 use crate::store::{Durability, Store};
 use crate::token::{SigningKeys, TokenError};
 use crate::tools::ToolDef;
+use crate::workspace::{FileMeta, Files, WorkspaceError};
 
 /// Where an execution stands, as stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,7 +90,25 @@ pub struct StartRequest {
     pub timeout_ms: u64,
     /// The client's request id header, for cancel.
     pub request_id: Option<String>,
+    /// Session files to put under `/mnt/data`.
+    pub files: Vec<FileRef>,
 }
+
+/// A start request's reference to a session file.
+#[derive(Clone, Debug, Deserialize)]
+pub struct FileRef {
+    /// The file id.
+    pub id: String,
+    /// The name to give it under `/mnt/data` (the stored name when absent).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Its session (the execution's when absent).
+    #[serde(default)]
+    pub session_id: Option<String>,
+}
+
+/// Most bytes of files an execution may start with.
+pub const MAX_WORKSPACE_BYTES: usize = 32 << 20;
 
 /// One result of a continuation.
 #[derive(Clone, Debug, Deserialize)]
@@ -132,6 +151,8 @@ pub enum Reply {
         stdout: String,
         /// All stderr.
         stderr: String,
+        /// Files the code created or changed (when completed).
+        files: Vec<FileMeta>,
     },
 }
 
@@ -139,6 +160,7 @@ pub enum Reply {
 pub struct Service {
     engine: Arc<Engine>,
     store: Arc<dyn Store>,
+    files: Files,
     durability: Durability,
     keys: SigningKeys,
     config: ServiceConfig,
@@ -162,6 +184,15 @@ fn request_key(request_id: &str) -> Vec<u8> {
     [b"q/".as_slice(), request_id.as_bytes()].concat()
 }
 
+/// Maps a file store failure to the API's errors.
+pub fn workspace_error(error: WorkspaceError) -> ApiError {
+    match error {
+        WorkspaceError::Invalid(message) => ApiError::BadRequest(message),
+        WorkspaceError::Corrupt(message) => ApiError::Corrupt(message),
+        WorkspaceError::Store(error) => store_error(error),
+    }
+}
+
 fn store_error(error: impl std::fmt::Display) -> ApiError {
     ApiError::Internal(format!("store failure: {error}"))
 }
@@ -177,6 +208,7 @@ impl Service {
         let durability = Durability::new(store.clone());
         Service {
             engine,
+            files: Files::new(store.clone()),
             store,
             durability,
             keys,
@@ -189,18 +221,71 @@ impl Service {
         &self.engine
     }
 
+    /// The session files.
+    pub fn files(&self) -> &Files {
+        &self.files
+    }
+
+    /// Loads the files a start request names, as the workspace to start with.
+    fn workspace(
+        &self,
+        owner: [u8; 8],
+        session: &str,
+        refs: &[FileRef],
+    ) -> Result<Vec<WorkspaceFile>, ApiError> {
+        let mut files = Vec::with_capacity(refs.len());
+        let mut total = 0usize;
+        for file in refs {
+            let from = file
+                .session_id
+                .as_deref()
+                .filter(|s| !s.is_empty())
+                .unwrap_or(session);
+            let stored = self
+                .files
+                .get(owner, from, &file.id)
+                .map_err(workspace_error)?
+                .ok_or_else(|| {
+                    ApiError::BadRequest(format!(
+                        "file {:?} not found in session {from:?}",
+                        file.id
+                    ))
+                })?;
+            let name = match file.name.as_deref().filter(|n| !n.is_empty()) {
+                Some(name) => crate::workspace::check_name(name)
+                    .map_err(workspace_error)?
+                    .to_owned(),
+                None => stored.name,
+            };
+            total += stored.bytes.len();
+            if total > MAX_WORKSPACE_BYTES {
+                return Err(ApiError::BadRequest(format!(
+                    "the files of a request may have {MAX_WORKSPACE_BYTES} bytes at most"
+                )));
+            }
+            files.push(WorkspaceFile {
+                name,
+                bytes: stored.bytes,
+            });
+        }
+        Ok(files)
+    }
+
     /// Starts an execution and runs it to its first pause or its end.
     pub async fn start(&self, owner: [u8; 8], request: StartRequest) -> Result<Reply, ApiError> {
         let session_id = request
             .session_id
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| format!("sess_{}", hex::encode(rand::random::<[u8; 12]>())));
+        crate::workspace::check_session(&session_id).map_err(workspace_error)?;
+        let files = self.workspace(owner, &session_id, &request.files)?;
         let spec = ExecutionSpec {
             source: request.code,
             tools: request.tools,
             timeout_ms: request.timeout_ms,
             session_id,
             seed: None,
+            files,
         };
         let mut record = self
             .engine
@@ -301,8 +386,17 @@ impl Service {
             }
             Step::Completed => {
                 metrics::counter!("baton_executions_completed_total").increment(1);
+                let produced = std::mem::take(&mut record.produced);
+                let files = self
+                    .files
+                    .keep_produced(state.owner, &record.session_id, produced)
+                    .map_err(workspace_error)?;
                 self.end(&record, &state, Status::Completed).await?;
-                Ok(ended(record, None))
+                let mut reply = ended(record, None);
+                if let Reply::Ended { files: kept, .. } = &mut reply {
+                    *kept = files;
+                }
+                Ok(reply)
             }
             Step::Failed(error) => {
                 metrics::counter!("baton_executions_failed_total").increment(1);
@@ -554,6 +648,7 @@ fn ended(record: ExecutionRecord, error: Option<String>) -> Reply {
         error,
         stdout: record.stdout,
         stderr: record.stderr,
+        files: Vec::new(),
     }
 }
 

@@ -28,6 +28,9 @@ import random
 import os
 import traceback
 import linecache
+import posixpath
+import io
+import zlib
 import builtins
 
 import _baton
@@ -665,6 +668,7 @@ def run(program_json):
     original = program["original"]
     linecache.cache[FILENAME] = (len(original), None, original.splitlines(True), FILENAME)
     _real_setrecursionlimit(min(program.get("recursion_limit", 1000), MAX_RECURSION_LIMIT))
+    _WS.reset(_baton.workspace())
     try:
         g = _globals_for(program)
         code = compile(program["source"], FILENAME, "exec", flags=PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
@@ -674,10 +678,12 @@ def run(program_json):
             if not isinstance(e.code, int):
                 sys.stderr.write("%s\n" % (e.code,))
             return "SystemExit: %s" % (e.code,)
+        _WS.finish()
         return None
     except BaseException as e:
         _report(e)
         return _error_line(e)
+    _WS.finish()
     return None
 
 
@@ -700,8 +706,8 @@ _DENIED_OS = (
     "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe",
     "posix_spawn", "posix_spawnp", "kill", "killpg", "putenv", "unsetenv",
     "chdir", "fchdir", "chroot", "chmod", "fchmod", "lchmod", "chown", "fchown",
-    "lchown", "remove", "unlink", "rmdir", "removedirs", "mkdir", "makedirs",
-    "mkfifo", "mknod", "rename", "renames", "replace", "link", "symlink",
+    "lchown", "remove", "unlink", "rmdir", "mkdir",
+    "mkfifo", "mknod", "rename", "replace", "link", "symlink",
     "truncate", "ftruncate", "open", "listdir", "scandir", "setuid", "setgid",
     "seteuid", "setegid", "setreuid", "setregid", "setresuid", "setresgid",
     "setgroups", "setsid", "setpgid", "setpgrp", "nice", "openpty", "login_tty",
@@ -752,9 +758,298 @@ def _install_fence():
         if hasattr(os, name):
             setattr(os, name, _refusal(name))
     sys.setrecursionlimit = _setrecursionlimit
-    # The child's working directory is an empty root with no name.
-    os.getcwd = lambda: "/"
-    os.getcwdb = lambda: b"/"
+
+
+# ---------------------------------------------------------------- the workspace
+#
+# /mnt/data is virtual: the files the request named, held in this process.
+# `open`, `io.open`, `os.listdir`, `os.scandir`, `os.stat`, `os.mkdir`,
+# `os.remove`, `os.rename` and what is built on them (pathlib, shutil, csv,
+# json.load) work there; every other path is refused. What the code created
+# or changed is reported when it completes. The workspace is a pure function
+# of the request's files and the code, so a replay rebuilds it exactly.
+
+MOUNT = "/mnt/data"
+MAX_WORKSPACE_BYTES = 32 << 20
+MAX_WORKSPACE_FILES = 1000
+_MAX_PART = 255
+_MAX_PATH = 1024
+
+
+class _Workspace:
+    def __init__(self):
+        self.files = {}
+        self.initial = {}
+        self.dirs = set()
+        self.open_files = []
+
+    def reset(self, pairs):
+        self.files = {name: bytes(data) for name, data in pairs}
+        self.initial = dict(self.files)
+        self.dirs = set()
+        self.open_files = []
+
+    def resolve(self, path):
+        """The name under /mnt/data of `path` ("" for the mount itself)."""
+        if isinstance(path, int):
+            raise OSError(9, "Bad file descriptor")
+        path = os.fspath(path)
+        if isinstance(path, bytes):
+            path = path.decode("utf-8", "surrogateescape")
+        if "\0" in path:
+            raise ValueError("embedded null byte")
+        full = posixpath.normpath(posixpath.join(MOUNT, path))
+        if full == MOUNT:
+            return ""
+        if not full.startswith(MOUNT + "/"):
+            raise PermissionError(13, "Permission denied: only %s is available" % MOUNT, path)
+        rel = full[len(MOUNT) + 1:]
+        if len(rel.encode()) > _MAX_PATH or any(len(p.encode()) > _MAX_PART for p in rel.split("/")):
+            raise OSError(36, "File name too long", path)
+        return rel
+
+    def is_dir(self, rel):
+        if rel == "" or rel in self.dirs:
+            return True
+        prefix = rel + "/"
+        return any(name.startswith(prefix) for name in self.files) or any(d.startswith(prefix) for d in self.dirs)
+
+    def parent_exists(self, rel, path):
+        parent = posixpath.dirname(rel)
+        if not self.is_dir(parent):
+            raise FileNotFoundError(2, "No such file or directory", path)
+
+    def store(self, rel, data):
+        size = sum(len(v) for k, v in self.files.items() if k != rel) + len(data)
+        if size > MAX_WORKSPACE_BYTES or (rel not in self.files and len(self.files) >= MAX_WORKSPACE_FILES):
+            raise OSError(28, "No space left on device: the workspace is full")
+        self.files[rel] = bytes(data)
+
+    def children(self, rel, path):
+        if rel in self.files:
+            raise NotADirectoryError(20, "Not a directory", path)
+        if not self.is_dir(rel):
+            raise FileNotFoundError(2, "No such file or directory", path)
+        prefix = rel + "/" if rel else ""
+        names = set()
+        for name in list(self.files) + list(self.dirs):
+            if name.startswith(prefix) and name != rel:
+                names.add(name[len(prefix):].split("/")[0])
+        return sorted(names)
+
+    def finish(self):
+        """Flushes files left open and reports what changed."""
+        for f in list(self.open_files):
+            try:
+                if not f.closed:
+                    f.flush()
+            except Exception:
+                pass
+        for name in sorted(self.files):
+            data = self.files[name]
+            if self.initial.get(name) != data:
+                _baton.produced(name, data)
+
+
+_WS = _Workspace()
+
+
+class _WorkspaceFile(io.BytesIO):
+    """A binary file of the workspace; writes land on flush and close."""
+
+    def __init__(self, rel, data, readable, writable, name, mode):
+        super().__init__(data)
+        self._rel, self._readable, self._writable = rel, readable, writable
+        self.name, self.mode = name, mode
+
+    def readable(self):
+        return self._readable
+
+    def writable(self):
+        return self._writable
+
+    def _check(self, allowed, what):
+        if not allowed:
+            raise io.UnsupportedOperation(what)
+
+    def read(self, size=-1):
+        self._check(self._readable, "not readable")
+        return super().read(size)
+
+    def readline(self, size=-1):
+        self._check(self._readable, "not readable")
+        return super().readline(size)
+
+    def write(self, data):
+        self._check(self._writable, "not writable")
+        return super().write(data)
+
+    def flush(self):
+        super().flush()
+        if self._writable and not self.closed:
+            _WS.store(self._rel, self.getvalue())
+
+    def close(self):
+        if not self.closed:
+            self.flush()
+        super().close()
+
+
+def _open(file, mode="r", buffering=-1, encoding=None, errors=None, newline=None, closefd=True, opener=None):
+    if not isinstance(mode, str) or not set(mode) <= set("rwaxbt+") or sum(mode.count(c) for c in "rwax") != 1:
+        raise ValueError("invalid mode: %r" % (mode,))
+    rel = _WS.resolve(file)
+    name = file if isinstance(file, (str, bytes)) else os.fspath(file)
+    if _WS.is_dir(rel):
+        raise IsADirectoryError(21, "Is a directory", name)
+    exists = rel in _WS.files
+    if "r" in mode and not exists:
+        raise FileNotFoundError(2, "No such file or directory", name)
+    if "x" in mode and exists:
+        raise FileExistsError(17, "File exists", name)
+    if not exists:
+        _WS.parent_exists(rel, name)
+    data = b"" if ("w" in mode or "x" in mode) else _WS.files.get(rel, b"")
+    readable = "r" in mode or "+" in mode
+    writable = "r" not in mode or "+" in mode
+    raw = _WorkspaceFile(rel, data, readable, writable, name, mode)
+    if writable:
+        _WS.store(rel, data)
+    if "a" in mode:
+        raw.seek(0, 2)
+    _WS.open_files.append(raw)
+    if "b" in mode:
+        return raw
+    text = io.TextIOWrapper(raw, encoding=encoding or "utf-8", errors=errors, newline=newline, write_through=True)
+    _WS.open_files.append(text)
+    return text
+
+
+def _os_stat(path, *, dir_fd=None, follow_symlinks=True):
+    if isinstance(path, int):
+        return _real_fstat(path)
+    rel = _WS.resolve(path)
+    if rel in _WS.files:
+        mode, size = 0o100644, len(_WS.files[rel])
+    elif _WS.is_dir(rel):
+        mode, size = 0o40755, 0
+    else:
+        raise FileNotFoundError(2, "No such file or directory", path)
+    inode = zlib.crc32(rel.encode()) + 1
+    return os.stat_result((mode, inode, 1, 1, 0, 0, size, 0, 0, 0))
+
+
+def _os_listdir(path="."):
+    return _WS.children(_WS.resolve(path), path)
+
+
+class _DirEntry:
+    def __init__(self, directory, name):
+        self.name = name
+        self.path = posixpath.join(directory, name)
+
+    def is_file(self, *, follow_symlinks=True):
+        return _WS.resolve(self.path) in _WS.files
+
+    def is_dir(self, *, follow_symlinks=True):
+        return _WS.is_dir(_WS.resolve(self.path))
+
+    def is_symlink(self):
+        return False
+
+    def stat(self, *, follow_symlinks=True):
+        return _os_stat(self.path)
+
+    def __fspath__(self):
+        return self.path
+
+    def __repr__(self):
+        return "<DirEntry %r>" % self.name
+
+
+class _Scandir:
+    def __init__(self, path):
+        self._entries = iter([_DirEntry(path, n) for n in _os_listdir(path)])
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._entries)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def close(self):
+        pass
+
+
+def _os_scandir(path="."):
+    return _Scandir(os.fspath(path) if not isinstance(path, str) else path)
+
+
+def _os_mkdir(path, mode=0o777, *, dir_fd=None):
+    rel = _WS.resolve(path)
+    if rel == "" or rel in _WS.files or _WS.is_dir(rel):
+        raise FileExistsError(17, "File exists", path)
+    _WS.parent_exists(rel, path)
+    _WS.dirs.add(rel)
+
+
+def _os_remove(path, *, dir_fd=None):
+    rel = _WS.resolve(path)
+    if _WS.is_dir(rel):
+        raise IsADirectoryError(21, "Is a directory", path)
+    if rel not in _WS.files:
+        raise FileNotFoundError(2, "No such file or directory", path)
+    del _WS.files[rel]
+
+
+def _os_rmdir(path, *, dir_fd=None):
+    rel = _WS.resolve(path)
+    if rel == "" or not _WS.is_dir(rel):
+        raise FileNotFoundError(2, "No such file or directory", path)
+    if _WS.children(rel, path):
+        raise OSError(39, "Directory not empty", path)
+    _WS.dirs.discard(rel)
+
+
+def _os_rename(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
+    a, b = _WS.resolve(src), _WS.resolve(dst)
+    if a not in _WS.files:
+        raise FileNotFoundError(2, "No such file or directory", src)
+    _WS.parent_exists(b, dst)
+    data = _WS.files.pop(a)
+    _WS.store(b, data)
+
+
+def _os_chdir(path):
+    if _WS.resolve(path) != "":
+        raise PermissionError(1, "os.chdir is limited to %s" % MOUNT, path)
+
+
+_real_fstat = os.fstat
+
+
+def _install_workspace():
+    builtins.open = _open
+    io.open = _open
+    os.getcwd = lambda: MOUNT
+    os.getcwdb = lambda: MOUNT.encode()
+    os.stat = _os_stat
+    os.lstat = _os_stat
+    os.listdir = _os_listdir
+    os.scandir = _os_scandir
+    os.mkdir = _os_mkdir
+    os.remove = _os_remove
+    os.unlink = _os_remove
+    os.rmdir = _os_rmdir
+    os.rename = _os_rename
+    os.replace = _os_rename
+    os.chdir = _os_chdir
 
 
 def install():
@@ -764,3 +1059,4 @@ def install():
     _install_loop()
     json.JSONEncoder.default = _encoder_default
     _install_fence()
+    _install_workspace()

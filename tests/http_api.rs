@@ -542,7 +542,12 @@ fn a_corrupt_record_is_reported_as_corrupt_not_missing() {
         store
             .put(
                 &[b"r/".as_slice(), &id].concat(),
-                b"BATN\x01\x00 not bincode",
+                &[
+                    b"BATN".as_slice(),
+                    &baton::journal::FORMAT_VERSION.to_le_bytes(),
+                    b" not bincode",
+                ]
+                .concat(),
             )
             .unwrap_or_else(|e| panic!("{e}"));
         store.flush().unwrap_or_else(|e| panic!("{e}"));

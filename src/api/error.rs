@@ -33,6 +33,9 @@ pub enum ApiError {
     /// Unknown or deleted execution (404).
     #[error("Execution not found or expired")]
     NotFound,
+    /// Unknown file, or another key's (404).
+    #[error("File not found")]
+    FileNotFound,
     /// Round limit (400).
     #[error("Exceeded maximum round trips ({0})")]
     TooManyRounds(usize),
@@ -61,7 +64,7 @@ impl ApiError {
             ApiError::AlreadyUsed | ApiError::InProgress | ApiError::Cancelled => {
                 StatusCode::CONFLICT
             }
-            ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::NotFound | ApiError::FileNotFound => StatusCode::NOT_FOUND,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Corrupt(_) => StatusCode::INTERNAL_SERVER_ERROR,

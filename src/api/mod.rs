@@ -9,6 +9,7 @@
 //!   of the request answer with [`error::ApiError`]'s status and text.
 
 pub mod error;
+mod files;
 
 use std::sync::Arc;
 
@@ -24,7 +25,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::service::{Reply, Service, StartRequest, ToolResult, call_view};
+use crate::service::{FileRef, Reply, Service, StartRequest, ToolResult, call_view};
 use crate::token::key_identity;
 use crate::tools::{ToolDef, WireTool};
 use error::ApiError;
@@ -47,7 +48,10 @@ pub fn router(state: Arc<AppState>) -> Router {
     let protocol = Router::new()
         .route("/exec/programmatic", post(exec))
         .route("/exec/programmatic/cancel", post(cancel))
-        .route("/executions/{id}", get(inspect));
+        .route("/executions/{id}", get(inspect))
+        .route("/upload", post(files::upload))
+        .route("/files/{session_id}", get(files::list))
+        .route("/download/{session_id}/{file_id}", get(files::download));
     Router::new()
         .merge(protocol.clone())
         .nest("/v1", protocol)
@@ -101,7 +105,7 @@ async fn metrics_text(State(state): State<Arc<AppState>>) -> Response {
 }
 
 /// The caller's API key identity, or 401.
-fn authorize(state: &AppState, headers: &HeaderMap) -> Result<[u8; 8], ApiError> {
+pub(crate) fn authorize(state: &AppState, headers: &HeaderMap) -> Result<[u8; 8], ApiError> {
     let key = presented_key(headers).ok_or(ApiError::Unauthorized)?;
     let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
     let mut matched = 0u8;
@@ -139,6 +143,8 @@ struct StartBody {
     session_id: Option<String>,
     #[serde(default)]
     timeout: Option<Value>,
+    #[serde(default)]
+    files: Option<Vec<FileRef>>,
 }
 
 #[derive(Deserialize)]
@@ -235,6 +241,7 @@ fn start_request(body: StartBody, headers: &HeaderMap) -> Result<StartRequest, A
         session_id: body.session_id,
         timeout_ms,
         request_id,
+        files: body.files.unwrap_or_default(),
     })
 }
 
@@ -258,13 +265,14 @@ fn reply_json(reply: Reply) -> Value {
             error: None,
             stdout,
             stderr,
+            files,
         } => json!({
             "status": "completed",
             "execution_id": execution_id,
             "session_id": session_id,
             "stdout": stdout,
             "stderr": stderr,
-            "files": [],
+            "files": files.iter().map(files::produced_view).collect::<Vec<_>>(),
         }),
         Reply::Ended {
             execution_id,
@@ -272,6 +280,7 @@ fn reply_json(reply: Reply) -> Value {
             error: Some(error),
             stdout,
             stderr,
+            ..
         } => json!({
             "status": "error",
             "execution_id": execution_id,

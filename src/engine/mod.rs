@@ -122,6 +122,8 @@ pub struct ExecutionSpec {
     pub session_id: String,
     /// Seed (random when `None`).
     pub seed: Option<[u8; 32]>,
+    /// The workspace the code starts with.
+    pub files: Vec<crate::journal::WorkspaceFile>,
 }
 
 /// Where an execution stands after a step.
@@ -219,6 +221,8 @@ impl Engine {
             pending: None,
             stdout: String::new(),
             stderr: String::new(),
+            files: spec.files,
+            produced: Vec::new(),
         })
     }
 
@@ -396,6 +400,7 @@ impl Engine {
             replay: record.rounds.clone(),
             recorded_stdout: record.stdout.clone(),
             recorded_stderr: record.stderr.clone(),
+            files: record.files.clone(),
             limits: ChildLimits {
                 budget_ms: self.remaining_ms(record),
                 grace_ms: limits.grace_ms,
@@ -473,12 +478,14 @@ impl Engine {
             }
             Ok(Ok(FromChild::Finished {
                 outcome,
+                files,
                 stdout,
                 stderr,
                 run_us,
             })) => {
                 self.charge(record, run_us, started);
                 self.append_output(record, &stdout, &stderr);
+                record.produced = files;
                 match outcome {
                     ChildOutcome::Completed => Step::Completed,
                     ChildOutcome::Failed(error) => Step::Failed(error),

@@ -12,7 +12,7 @@ use std::io::{self, Read, Write};
 
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
-use crate::journal::{CallResult, ClockBase, Round};
+use crate::journal::{CallResult, ClockBase, Round, WorkspaceFile};
 
 /// The largest frame either side accepts (64 MiB).
 pub const MAX_FRAME: usize = 64 << 20;
@@ -49,6 +49,8 @@ pub struct StartJob {
     pub recorded_stderr: String,
     /// Limits for the live part.
     pub limits: ChildLimits,
+    /// The workspace the code starts with.
+    pub files: Vec<WorkspaceFile>,
 }
 
 /// The server's messages.
@@ -109,6 +111,8 @@ pub enum FromChild {
     Finished {
         /// Completed or failed.
         outcome: ChildOutcome,
+        /// Workspace files the code created or changed (when completed).
+        files: Vec<WorkspaceFile>,
         /// Stdout written since the last report.
         stdout: String,
         /// Stderr written since the last report.

@@ -71,7 +71,7 @@ pub mod _baton {
     use super::*;
     use crate::journal::CallResult;
     use crate::sandbox::protocol::PendingCall;
-    use rustpython_vm::builtins::PyStrRef;
+    use rustpython_vm::builtins::{PyBytesRef, PyStrRef};
     use rustpython_vm::convert::ToPyObject;
 
     /// Registers the runtime's control exception classes.
@@ -124,6 +124,28 @@ pub mod _baton {
     #[pyfunction]
     fn dumps(value: PyObjectRef, vm: &VirtualMachine) -> Option<String> {
         crate::vm::to_json::dumps(&value, vm)
+    }
+
+    /// The workspace the code starts with, as `(name, bytes)` pairs; empty
+    /// the second time and with no execution.
+    #[pyfunction]
+    fn workspace(vm: &VirtualMachine) -> PyObjectRef {
+        let files = with_host(|host| std::mem::take(&mut host.files)).unwrap_or_default();
+        let items = files
+            .into_iter()
+            .map(|f| (f.name, vm.ctx.new_bytes(f.bytes)).to_pyobject(vm))
+            .collect();
+        vm.ctx.new_list(items).into()
+    }
+
+    /// Reports one file the code created or changed (called at its end).
+    #[pyfunction]
+    fn produced(name: String, bytes: PyBytesRef) {
+        let file = crate::journal::WorkspaceFile {
+            name,
+            bytes: bytes.as_bytes().to_vec(),
+        };
+        with_host(|host| host.produced.push(file));
     }
 
     /// The next `n` bytes of the execution's entropy stream.

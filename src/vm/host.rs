@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use crate::journal::{CallResult, ClockBase, Round};
+use crate::journal::{CallResult, ClockBase, Round, WorkspaceFile};
 use crate::sandbox::protocol::{
     ChildLimits, ChildOutcome, FromChild, PendingCall, StartJob, ToChild, read_frame, write_frame,
 };
@@ -188,6 +188,10 @@ pub struct Host {
     /// Sticky output-cap report.
     pub over_cap: Option<&'static str>,
     stretch_started: Instant,
+    /// The workspace the code starts with (taken by the runtime once).
+    pub files: Vec<WorkspaceFile>,
+    /// Files the code created or changed, reported by the runtime at its end.
+    pub produced: Vec<WorkspaceFile>,
 }
 
 impl Host {
@@ -207,6 +211,7 @@ impl Host {
             recorded_stdout,
             recorded_stderr,
             limits,
+            files,
         } = *job;
         let host = Host {
             reader,
@@ -221,6 +226,8 @@ impl Host {
             divergence: None,
             over_cap: None,
             stretch_started: Instant::now(),
+            files,
+            produced: Vec::new(),
         };
         Ok((host, program_json))
     }
@@ -423,12 +430,13 @@ impl Host {
         let error = self.final_error(error);
         let run_us = self.stretch_us();
         let (stdout, stderr) = self.take_deltas();
-        let outcome = match error {
-            Some(error) => ChildOutcome::Failed(error),
-            None => ChildOutcome::Completed,
+        let (outcome, files) = match error {
+            Some(error) => (ChildOutcome::Failed(error), Vec::new()),
+            None => (ChildOutcome::Completed, std::mem::take(&mut self.produced)),
         };
         self.send(&FromChild::Finished {
             outcome,
+            files,
             stdout,
             stderr,
             run_us,
@@ -590,6 +598,7 @@ fn hard_timeout(shared: &Shared) -> ! {
     };
     let message = FromChild::Finished {
         outcome: ChildOutcome::Failed(TIME_LIMIT.into()),
+        files: Vec::new(),
         stdout,
         stderr,
         run_us: 0,

@@ -63,6 +63,7 @@ pub fn spec(source: &str, tools: Vec<ToolDef>, timeout_ms: u64) -> ExecutionSpec
         timeout_ms,
         session_id: "test".into(),
         seed: Some([42; 32]),
+        files: Vec::new(),
     }
 }
 

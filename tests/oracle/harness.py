@@ -62,6 +62,7 @@ class FakeBaton(types.ModuleType):
         self.out = []
         self.err = []
         self.rounds = []
+        self.files = []
 
     def register_exceptions(self, *types_):
         pass
@@ -81,6 +82,12 @@ class FakeBaton(types.ModuleType):
         if not _plain(value, 0):
             return None
         return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+    def workspace(self):
+        return []
+
+    def produced(self, name, data):
+        self.files.append((name, bytes(data)))
 
     def entropy(self, n):
         n = min(int(n), 1 << 20)

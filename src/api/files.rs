@@ -1,0 +1,161 @@
+//! HTTP for session files: `POST /upload` (multipart: `file` parts and an
+//! optional `session_id`), `GET /files/{session_id}`, and
+//! `GET /download/{session_id}/{file_id}`.
+//!
+//! Invariant: every handler works inside the caller's own files; another
+//! key's session lists as empty and its files answer 404, exactly like
+//! files that do not exist.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::multipart::{Multipart, MultipartError, MultipartRejection};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::AppState;
+use super::authorize;
+use super::error::ApiError;
+use crate::service::workspace_error;
+use crate::workspace::{FileMeta, MOUNT};
+
+/// How a produced file appears in `completed.files`.
+pub fn produced_view(file: &FileMeta) -> Value {
+    json!({
+        "id": file.id,
+        "name": file.name,
+        "path": format!("{MOUNT}/{}", file.name),
+        "session_id": file.session_id,
+        "size": file.size,
+    })
+}
+
+fn listed_view(file: &FileMeta) -> Value {
+    json!({
+        "id": file.id,
+        "name": file.name,
+        "session_id": file.session_id,
+        "size": file.size,
+        "created": file.created,
+    })
+}
+
+fn multipart_error(error: MultipartError, limit: usize) -> ApiError {
+    if error.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::TooLarge(limit)
+    } else {
+        ApiError::BadRequest(format!("invalid multipart body: {}", error.body_text()))
+    }
+}
+
+/// `POST /upload`: stores each `file` part in the session (a new session
+/// when none is given) and returns the files' ids and names.
+pub async fn upload(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    multipart: Result<Multipart, MultipartRejection>,
+) -> Result<Response, ApiError> {
+    let owner = authorize(&state, &headers)?;
+    let mut multipart = multipart.map_err(|e| {
+        ApiError::BadRequest(format!(
+            "expected a multipart/form-data body: {}",
+            e.body_text()
+        ))
+    })?;
+    let mut session = None;
+    let mut uploads = Vec::new();
+    while let Some(field) = multipart
+        .next_field()
+        .await
+        .map_err(|e| multipart_error(e, state.body_limit))?
+    {
+        let file_name = field.file_name().map(str::to_owned);
+        match (field.name(), file_name) {
+            (_, Some(name)) => uploads.push((
+                name,
+                field
+                    .bytes()
+                    .await
+                    .map_err(|e| multipart_error(e, state.body_limit))?
+                    .to_vec(),
+            )),
+            (Some("session_id"), None) => {
+                session = Some(
+                    field
+                        .text()
+                        .await
+                        .map_err(|e| multipart_error(e, state.body_limit))?,
+                )
+            }
+            _ => {}
+        }
+    }
+    if uploads.is_empty() {
+        return Err(ApiError::BadRequest("the body has no file part".into()));
+    }
+    let session = session
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| format!("sess_{}", hex::encode(rand::random::<[u8; 12]>())));
+    let files = state.service.files();
+    let stored = uploads
+        .into_iter()
+        .map(|(name, bytes)| files.put(owner, &session, &name, bytes))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(workspace_error)?;
+    Ok(Json(json!({
+        "session_id": session,
+        "files": stored.iter().map(listed_view).collect::<Vec<_>>(),
+    }))
+    .into_response())
+}
+
+/// `GET /files/{session_id}`: the caller's files of a session.
+pub async fn list(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    Path(session): Path<String>,
+) -> Result<Response, ApiError> {
+    let owner = authorize(&state, &headers)?;
+    let files = state
+        .service
+        .files()
+        .list(owner, &session)
+        .map_err(workspace_error)?;
+    Ok(Json(json!({
+        "session_id": session,
+        "files": files.iter().map(listed_view).collect::<Vec<_>>(),
+    }))
+    .into_response())
+}
+
+/// `GET /download/{session_id}/{file_id}`: one file's bytes.
+pub async fn download(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    Path((session, id)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let owner = authorize(&state, &headers)?;
+    let file = state
+        .service
+        .files()
+        .get(owner, &session, &id)
+        .map_err(workspace_error)?
+        .ok_or(ApiError::FileNotFound)?;
+    let base = file.name.rsplit('/').next().unwrap_or("file");
+    let safe: String = base
+        .chars()
+        .filter(|c| c.is_ascii_graphic() && *c != '"' && *c != '\\')
+        .collect();
+    let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{safe}\""))
+        .unwrap_or_else(|_| HeaderValue::from_static("attachment"));
+    let headers = [
+        (
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/octet-stream"),
+        ),
+        (header::CONTENT_DISPOSITION, disposition),
+    ];
+    Ok((headers, file.bytes).into_response())
+}

@@ -1,0 +1,286 @@
+//! Session files: what `POST /upload` stores, `GET /files/{session}` lists,
+//! `GET /download/{session}/{id}` returns, what an execution finds under
+//! `/mnt/data`, and what it leaves there.
+//!
+//! Keys in the store: `f/<owner 8 bytes><session length u8><session><file id
+//! 12 bytes>` → a bincode [`StoredFile`]. Files are immutable: a changed file
+//! is stored under a new id.
+//!
+//! Invariants:
+//! - Every key starts with the owner's API key identity: one key can never
+//!   list, read or use another key's files, and an unknown id and another
+//!   key's id answer alike.
+//! - Names follow [`check_name`], the same rules the Python runtime applies
+//!   inside the child, so no name can leave `/mnt/data`.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::journal::WorkspaceFile;
+use crate::store::{Store, StoreError};
+
+/// The mount point code sees.
+pub const MOUNT: &str = "/mnt/data";
+/// Longest name of one path component, bytes.
+pub const MAX_COMPONENT: usize = 255;
+/// Longest relative path, bytes.
+pub const MAX_PATH: usize = 1024;
+
+/// A stored file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredFile {
+    /// Path under `/mnt/data`.
+    pub name: String,
+    /// Unix seconds.
+    pub created: u64,
+    /// Contents.
+    pub bytes: Vec<u8>,
+}
+
+/// What a listing shows of a file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FileMeta {
+    /// File id (hex).
+    pub id: String,
+    /// Path under `/mnt/data`.
+    pub name: String,
+    /// Session.
+    pub session_id: String,
+    /// Bytes.
+    pub size: u64,
+    /// Unix seconds.
+    pub created: u64,
+}
+
+/// Why a file operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    /// A bad name or session id.
+    #[error("{0}")]
+    Invalid(String),
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A stored file does not decode.
+    #[error("stored file is corrupt: {0}")]
+    Corrupt(String),
+}
+
+/// Checks a path under `/mnt/data` (relative, `/`-separated); returns it.
+pub fn check_name(name: &str) -> Result<&str, WorkspaceError> {
+    let invalid = |why: &str| {
+        Err(WorkspaceError::Invalid(format!(
+            "invalid file name {name:?}: {why}"
+        )))
+    };
+    if name.is_empty() || name.len() > MAX_PATH {
+        return invalid("it must have 1 to 1024 bytes");
+    }
+    if name.chars().any(|c| c.is_control() || c == '\\') {
+        return invalid("control characters and backslashes are not allowed");
+    }
+    for part in name.split('/') {
+        if part.is_empty() || part == "." || part == ".." {
+            return invalid("empty, `.` and `..` path parts are not allowed");
+        }
+        if part.len() > MAX_COMPONENT {
+            return invalid("a path part is longer than 255 bytes");
+        }
+    }
+    Ok(name)
+}
+
+/// Checks a session id: 1 to 128 of `[A-Za-z0-9_-]`.
+pub fn check_session(session: &str) -> Result<&str, WorkspaceError> {
+    let ok = (1..=128).contains(&session.len())
+        && session
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok {
+        Ok(session)
+    } else {
+        Err(WorkspaceError::Invalid(format!(
+            "invalid session id {session:?}: 1 to 128 of A-Z a-z 0-9 _ -"
+        )))
+    }
+}
+
+/// The session file store.
+#[derive(Clone)]
+pub struct Files {
+    store: Arc<dyn Store>,
+}
+
+fn prefix(owner: [u8; 8], session: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(11 + session.len() + 12);
+    key.extend_from_slice(b"f/");
+    key.extend_from_slice(&owner);
+    key.push(session.len() as u8);
+    key.extend_from_slice(session.as_bytes());
+    key
+}
+
+fn decode(bytes: &[u8]) -> Result<StoredFile, WorkspaceError> {
+    bincode::deserialize(bytes).map_err(|e| WorkspaceError::Corrupt(e.to_string()))
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl Files {
+    /// Files kept in `store`.
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Self { store }
+    }
+
+    /// Stores a file in a session; returns what a listing shows of it.
+    pub fn put(
+        &self,
+        owner: [u8; 8],
+        session: &str,
+        name: &str,
+        bytes: Vec<u8>,
+    ) -> Result<FileMeta, WorkspaceError> {
+        check_session(session)?;
+        check_name(name)?;
+        let id: [u8; 12] = rand::random();
+        let stored = StoredFile {
+            name: name.to_owned(),
+            created: now_secs(),
+            bytes,
+        };
+        let mut key = prefix(owner, session);
+        key.extend_from_slice(&id);
+        let value =
+            bincode::serialize(&stored).map_err(|e| WorkspaceError::Corrupt(e.to_string()))?;
+        self.store.put(&key, &value)?;
+        Ok(meta(&id, session, &stored))
+    }
+
+    /// The files of a session, oldest first.
+    pub fn list(&self, owner: [u8; 8], session: &str) -> Result<Vec<FileMeta>, WorkspaceError> {
+        check_session(session)?;
+        let prefix = prefix(owner, session);
+        let mut files = Vec::new();
+        for (key, value) in self.store.scan_prefix(&prefix)? {
+            let Some(id) = key.get(prefix.len()..).filter(|id| id.len() == 12) else {
+                continue;
+            };
+            files.push(meta(id, session, &decode(&value)?));
+        }
+        files.sort_by(|a, b| a.created.cmp(&b.created).then_with(|| a.name.cmp(&b.name)));
+        Ok(files)
+    }
+
+    /// One file, or `None` when this owner has no such file in the session.
+    pub fn get(
+        &self,
+        owner: [u8; 8],
+        session: &str,
+        id: &str,
+    ) -> Result<Option<StoredFile>, WorkspaceError> {
+        if check_session(session).is_err() {
+            return Ok(None);
+        }
+        let Some(id) = hex::decode(id).ok().filter(|id| id.len() == 12) else {
+            return Ok(None);
+        };
+        let mut key = prefix(owner, session);
+        key.extend_from_slice(&id);
+        self.store
+            .get(&key)?
+            .map(|bytes| decode(&bytes))
+            .transpose()
+    }
+
+    /// Stores what an execution produced, in its session.
+    pub fn keep_produced(
+        &self,
+        owner: [u8; 8],
+        session: &str,
+        produced: Vec<WorkspaceFile>,
+    ) -> Result<Vec<FileMeta>, WorkspaceError> {
+        produced
+            .into_iter()
+            .map(|file| self.put(owner, session, &file.name, file.bytes))
+            .collect()
+    }
+}
+
+fn meta(id: &[u8], session: &str, stored: &StoredFile) -> FileMeta {
+    FileMeta {
+        id: hex::encode(id),
+        name: stored.name.clone(),
+        session_id: session.to_owned(),
+        size: stored.bytes.len() as u64,
+        created: stored.created,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::SledStore;
+
+    #[test]
+    fn names_cannot_leave_the_workspace() {
+        for good in ["a.csv", "dir/b.json", "ü n i c o d e.txt", &"x".repeat(255)] {
+            assert!(check_name(good).is_ok(), "{good}");
+        }
+        let long_part = "y".repeat(256);
+        let long_path = ["z"; 600].join("/");
+        for bad in [
+            "",
+            "../etc/passwd",
+            "a/../../b",
+            "/abs",
+            "a//b",
+            ".",
+            "a/./b",
+            "nul\0.txt",
+            "back\\slash",
+            &long_part,
+            &long_path,
+        ] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+        assert!(check_session("sess_1-A").is_ok());
+        assert!(check_session("../x").is_err());
+        assert!(check_session("").is_err());
+    }
+
+    #[test]
+    fn owners_see_only_their_own_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = Files::new(Arc::new(SledStore::open(dir.path()).unwrap()));
+        let a = files
+            .put([1; 8], "s1", "data.csv", b"x,y\n".to_vec())
+            .unwrap();
+        files
+            .put([1; 8], "s1", "more.txt", b"more".to_vec())
+            .unwrap();
+        let names: Vec<_> = files
+            .list([1; 8], "s1")
+            .unwrap()
+            .into_iter()
+            .map(|f| f.name)
+            .collect();
+        assert_eq!(names.len(), 2);
+        assert!(names.contains(&"data.csv".to_owned()));
+        assert!(files.list([2; 8], "s1").unwrap().is_empty());
+        assert!(
+            files.list([1; 8], "s").unwrap().is_empty(),
+            "a session is not a prefix of another"
+        );
+        assert_eq!(
+            files.get([1; 8], "s1", &a.id).unwrap().map(|f| f.bytes),
+            Some(b"x,y\n".to_vec())
+        );
+        assert_eq!(files.get([2; 8], "s1", &a.id).unwrap(), None);
+        assert_eq!(files.get([1; 8], "s1", "zz").unwrap(), None);
+    }
+}
