@@ -161,6 +161,31 @@ const REFUSED: &[(&str, &str, &[&str])] = &[
         &["PermissionError"],
     ),
     (
+        "escape /mnt/data with ..",
+        "open('/mnt/data/../../etc/passwd').read()",
+        &["PermissionError"],
+    ),
+    (
+        "relative escape",
+        "open('../../../etc/passwd').read()",
+        &["PermissionError"],
+    ),
+    (
+        "NUL byte in a workspace path",
+        "open('/mnt/data/a\\0b', 'w')",
+        &["ValueError"],
+    ),
+    (
+        "very long workspace name",
+        "open('/mnt/data/' + 'n' * 300, 'w')",
+        &["OSError"],
+    ),
+    (
+        "fill the workspace",
+        "with open('/mnt/data/big.bin', 'wb') as f:\n    f.write(b'x' * (40 << 20))",
+        &["OSError"],
+    ),
+    (
         "os.stat of a host path",
         "import os\nos.stat('/etc/passwd')",
         &["PermissionError", "FileNotFoundError"],

@@ -104,6 +104,54 @@ impl Server {
         respond(request.send_string(body))
     }
 
+    /// POST a multipart form as `key`: `(field, file name, content)`; a part
+    /// without a file name is a plain text field.
+    pub fn post_multipart(
+        &self,
+        path: &str,
+        parts: &[(&str, Option<&str>, &str)],
+        key: &str,
+    ) -> (u16, Value) {
+        let boundary = "baton-test-boundary-7d1c";
+        let mut body = String::new();
+        for (field, file, content) in parts {
+            body.push_str(&format!("--{boundary}\r\n"));
+            match file {
+                Some(name) => body.push_str(&format!(
+                    "Content-Disposition: form-data; name=\"{field}\"; filename=\"{name}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+                )),
+                None => body.push_str(&format!("Content-Disposition: form-data; name=\"{field}\"\r\n\r\n")),
+            }
+            body.push_str(content);
+            body.push_str("\r\n");
+        }
+        body.push_str(&format!("--{boundary}--\r\n"));
+        let content_type = format!("multipart/form-data; boundary={boundary}");
+        self.post_raw(
+            path,
+            &body,
+            Some(("x-api-key", key)),
+            &[("content-type", &content_type)],
+        )
+    }
+
+    /// GET the raw body of a response, with its status.
+    pub fn get_bytes(&self, path: &str, key: &str) -> (u16, Vec<u8>) {
+        match agent()
+            .get(&format!("{}{}", self.base, path))
+            .set("x-api-key", key)
+            .call()
+        {
+            Ok(response) | Err(ureq::Error::Status(_, response)) => {
+                let status = response.status();
+                let mut bytes = Vec::new();
+                let _ = std::io::Read::read_to_end(&mut response.into_reader(), &mut bytes);
+                (status, bytes)
+            }
+            Err(error) => panic!("transport error: {error}"),
+        }
+    }
+
     /// GET with the test key.
     pub fn get(&self, path: &str, key: Option<&str>) -> (u16, Value) {
         let mut request = agent().get(&format!("{}{}", self.base, path));
