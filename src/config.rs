@@ -45,6 +45,9 @@ pub struct ServeArgs {
     /// Maximum number of pauses of one execution.
     #[arg(long, env = "BATON_MAX_ROUNDS", default_value_t = 20)]
     pub max_rounds: usize,
+    /// Largest execution record (journal) a pause may store, in bytes.
+    #[arg(long, env = "BATON_MAX_RECORD_BYTES", default_value_t = 64 << 20)]
+    pub max_record_bytes: usize,
     /// Idle pre-forked children kept ready.
     #[arg(long, env = "BATON_POOL_SIZE", default_value_t = 4)]
     pub pool_size: usize,

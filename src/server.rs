@@ -59,6 +59,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             paused_ttl_secs: args.paused_ttl_secs,
             ended_ttl_secs: args.paused_ttl_secs,
             max_rounds: args.max_rounds,
+            max_record_bytes: args.max_record_bytes,
         },
     );
     let recovered = service.recover().map_err(|e| e.to_string())?;

@@ -76,6 +76,8 @@ pub struct ServiceConfig {
     pub ended_ttl_secs: u64,
     /// Maximum pauses of one execution.
     pub max_rounds: usize,
+    /// Largest encoded execution record a pause may store, bytes.
+    pub max_record_bytes: usize,
 }
 
 /// A start request.
@@ -376,7 +378,14 @@ impl Service {
                     return Err(ApiError::TooManyRounds(self.config.max_rounds));
                 }
                 metrics::counter!("baton_rounds_total").increment(1);
-                let token = self.persist_pause(&record, &state).await?;
+                let record_bytes = record.encode();
+                if let Some(error) = self.oversized(record_bytes.len()) {
+                    self.engine.evict(&record.id);
+                    self.end(&record, &state, Status::Failed).await?;
+                    record.pending = None;
+                    return Ok(ended(record, Some(error)));
+                }
+                let token = self.persist_pause(&record, &record_bytes, &state).await?;
                 Ok(Reply::Paused {
                     execution_id: record.id_hex(),
                     session_id: record.session_id,
@@ -410,9 +419,20 @@ impl Service {
         }
     }
 
+    /// The error of a record too large to store, if it is.
+    fn oversized(&self, size: usize) -> Option<String> {
+        (size > self.config.max_record_bytes).then(|| {
+            format!(
+                "Execution record too large: {size} bytes over the limit of {}",
+                self.config.max_record_bytes
+            )
+        })
+    }
+
     async fn persist_pause(
         &self,
         record: &ExecutionRecord,
+        record_bytes: &[u8],
         state: &ExecState,
     ) -> Result<String, ApiError> {
         let round = record.round_count() as u32;
@@ -423,12 +443,11 @@ impl Service {
             owner: state.owner,
             expires_at,
         };
-        let record_bytes = record.encode();
         let state_bytes = paused.encode();
         self.store
             .apply_batch(
                 &[
-                    (&record_key(&record.id), &record_bytes),
+                    (&record_key(&record.id), record_bytes),
                     (&state_key(&record.id), &state_bytes),
                 ],
                 &[],

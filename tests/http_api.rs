@@ -565,3 +565,25 @@ fn a_corrupt_record_is_reported_as_corrupt_not_missing() {
     let (status, body) = server.get(&format!("/executions/{}", hex::encode(id)), Some(KEY));
     assert_eq!(status, 500, "{body}");
 }
+
+#[test]
+fn a_record_over_its_limit_ends_the_execution() {
+    let (_dir, server) = server(&["--max-record-bytes", "4096"]);
+    let reply = start(
+        &server,
+        "print('x' * 10000)\nw = await get_weather(city='a')\nprint(w)\n",
+    );
+    assert_eq!(reply["status"], "error", "{reply}");
+    let error = reply["error"].as_str().unwrap_or_default();
+    assert!(error.starts_with("Execution record too large"), "{reply}");
+    assert_eq!(
+        reply["stdout"].as_str().map(str::len),
+        Some(10001),
+        "partial output is kept"
+    );
+    let small = start(
+        &server,
+        "w = await get_weather(city='a')\nprint(w['temp'])\n",
+    );
+    assert_eq!(small["status"], "tool_call_required", "{small}");
+}

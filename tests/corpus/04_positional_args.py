@@ -5,8 +5,8 @@ print(w["city"], w["temp"], w["unit"])
 hits = await search("best coffee beans", 2)
 print([h["title"] for h in hits])
 
-open_orders = await list_orders(5, "open")
-shipped = await list_orders(5, "shipped")
+open_orders = await list_orders(8, "open")
+shipped = await list_orders(8, "shipped")
 print("open:", [o["order_id"] for o in open_orders])
 print("shipped:", [o["order_id"] for o in shipped])
 

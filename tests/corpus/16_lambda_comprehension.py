@@ -15,5 +15,5 @@ print("gainers:", gainers)
 
 lengths = [len(search(query=q, limit=n)) for q, n in [("a", 1), ("b", 5), ("c", 20)]]
 print("result lengths:", lengths)
-names = sorted({fetch_user(user_id=i)["name"] for i in (1, 9, 17)})
+names = sorted({fetch_user(user_id=i)["name"] for i in (1, 2, 11, 17)})
 print("names:", names)
