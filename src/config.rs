@@ -60,6 +60,25 @@ pub struct ServeArgs {
     /// Maximum stdout (and stderr) of one execution, in bytes.
     #[arg(long, env = "BATON_OUTPUT_CAP", default_value_t = 1 << 20)]
     pub output_cap: u64,
+    /// CPU seconds a child may use over its life (a backstop to the run-time
+    /// budget).
+    #[arg(long, env = "BATON_CPU_SECONDS", default_value_t = 330)]
+    pub cpu_seconds: u64,
+    /// Open file descriptors per child.
+    #[arg(long, env = "BATON_OPEN_FILES", default_value_t = 64)]
+    pub open_files: u64,
+    /// Python recursion limit (code may raise it up to 4000).
+    #[arg(long, env = "BATON_RECURSION_LIMIT", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(50..=4000))]
+    pub recursion_limit: u32,
+    /// Largest JSON input of one tool call, in bytes.
+    #[arg(long, env = "BATON_MAX_TOOL_INPUT_BYTES", default_value_t = 1 << 20)]
+    pub max_tool_input_bytes: u64,
+    /// Most bytes in an execution's `/mnt/data` (and in a request's files).
+    #[arg(long, env = "BATON_WORKSPACE_BYTES", default_value_t = 32 << 20)]
+    pub workspace_bytes: u64,
+    /// Most files in an execution's `/mnt/data`.
+    #[arg(long, env = "BATON_WORKSPACE_FILES", default_value_t = 1000)]
+    pub workspace_files: u64,
     /// Maximum size of the code, in bytes.
     #[arg(long, env = "BATON_MAX_SOURCE_BYTES", default_value_t = 256 << 10)]
     pub max_source_bytes: usize,

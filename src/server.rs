@@ -114,6 +114,12 @@ fn engine_config(args: &ServeArgs) -> Result<EngineConfig, String> {
     config.limits.stdout_cap = args.output_cap;
     config.limits.stderr_cap = args.output_cap;
     config.limits.max_source_bytes = args.max_source_bytes;
+    config.limits.recursion_limit = args.recursion_limit;
+    config.limits.max_input_bytes = args.max_tool_input_bytes;
+    config.limits.workspace_bytes = args.workspace_bytes;
+    config.limits.workspace_files = args.workspace_files;
+    config.rlimits.cpu_seconds = args.cpu_seconds;
+    config.rlimits.open_files = args.open_files;
     Ok(config)
 }
 

@@ -109,9 +109,6 @@ pub struct FileRef {
     pub session_id: Option<String>,
 }
 
-/// Most bytes of files an execution may start with.
-pub const MAX_WORKSPACE_BYTES: usize = 32 << 20;
-
 /// One result of a continuation.
 #[derive(Clone, Debug, Deserialize)]
 pub struct ToolResult {
@@ -236,6 +233,7 @@ impl Service {
         refs: &[FileRef],
     ) -> Result<Vec<WorkspaceFile>, ApiError> {
         let mut files = Vec::with_capacity(refs.len());
+        let limit = self.engine.limits().workspace_bytes as usize;
         let mut total = 0usize;
         for file in refs {
             let from = file
@@ -260,9 +258,9 @@ impl Service {
                 None => stored.name,
             };
             total += stored.bytes.len();
-            if total > MAX_WORKSPACE_BYTES {
+            if total > limit {
                 return Err(ApiError::BadRequest(format!(
-                    "the files of a request may have {MAX_WORKSPACE_BYTES} bytes at most"
+                    "the files of a request may have {limit} bytes at most"
                 )));
             }
             files.push(WorkspaceFile {

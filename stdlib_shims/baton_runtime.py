@@ -668,7 +668,11 @@ def run(program_json):
     original = program["original"]
     linecache.cache[FILENAME] = (len(original), None, original.splitlines(True), FILENAME)
     _real_setrecursionlimit(min(program.get("recursion_limit", 1000), MAX_RECURSION_LIMIT))
-    _WS.reset(_baton.workspace())
+    _WS.reset(
+        _baton.workspace(),
+        program.get("workspace_bytes", MAX_WORKSPACE_BYTES),
+        program.get("workspace_files", MAX_WORKSPACE_FILES),
+    )
     try:
         g = _globals_for(program)
         code = compile(program["source"], FILENAME, "exec", flags=PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
@@ -778,12 +782,14 @@ _MAX_PATH = 1024
 
 class _Workspace:
     def __init__(self):
+        self.max_bytes, self.max_files = MAX_WORKSPACE_BYTES, MAX_WORKSPACE_FILES
         self.files = {}
         self.initial = {}
         self.dirs = set()
         self.open_files = []
 
-    def reset(self, pairs):
+    def reset(self, pairs, max_bytes=MAX_WORKSPACE_BYTES, max_files=MAX_WORKSPACE_FILES):
+        self.max_bytes, self.max_files = max_bytes, max_files
         self.files = {name: bytes(data) for name, data in pairs}
         self.initial = dict(self.files)
         self.dirs = set()
@@ -821,7 +827,7 @@ class _Workspace:
 
     def store(self, rel, data):
         size = sum(len(v) for k, v in self.files.items() if k != rel) + len(data)
-        if size > MAX_WORKSPACE_BYTES or (rel not in self.files and len(self.files) >= MAX_WORKSPACE_FILES):
+        if size > self.max_bytes or (rel not in self.files and len(self.files) >= self.max_files):
             raise OSError(28, "No space left on device: the workspace is full")
         self.files[rel] = bytes(data)
 

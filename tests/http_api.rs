@@ -587,3 +587,22 @@ fn a_record_over_its_limit_ends_the_execution() {
     );
     assert_eq!(small["status"], "tool_call_required", "{small}");
 }
+
+#[test]
+fn limits_follow_their_settings() {
+    let (_dir, server) = server(&[
+        "--recursion-limit",
+        "100",
+        "--max-tool-input-bytes",
+        "100",
+        "--workspace-bytes",
+        "1000",
+    ]);
+    let code = "import sys\nprint(sys.getrecursionlimit())\ntry:\n    get_weather(city='x' * 200)\nexcept ValueError as e:\n    print('input', 'exceeds the limit of 100' in str(e))\ntry:\n    with open('a.bin', 'wb') as f:\n        f.write(b'x' * 2000)\nexcept OSError as e:\n    print('workspace', e.errno)\n";
+    let (reply, rounds) = run_program(&server, code);
+    assert_eq!(rounds, 0);
+    assert_eq!(
+        reply["stdout"], "100\ninput True\nworkspace 28\n",
+        "{reply}"
+    );
+}

@@ -63,6 +63,10 @@ pub struct ExecLimits {
     pub max_source_bytes: usize,
     /// Time between the soft interrupt and the kill, milliseconds.
     pub grace_ms: u64,
+    /// Most bytes in the virtual `/mnt/data` (and in a request's files).
+    pub workspace_bytes: u64,
+    /// Most files in the virtual `/mnt/data`.
+    pub workspace_files: u64,
 }
 
 impl Default for ExecLimits {
@@ -74,6 +78,8 @@ impl Default for ExecLimits {
             recursion_limit: 1000,
             max_source_bytes: 256 << 10,
             grace_ms: 500,
+            workspace_bytes: 32 << 20,
+            workspace_files: 1000,
         }
     }
 }
@@ -304,6 +310,11 @@ impl Engine {
             }
         }
         self.evict(id) || running.is_some()
+    }
+
+    /// The limits executions run under.
+    pub fn limits(&self) -> &ExecLimits {
+        &self.config.limits
     }
 
     /// Number of parked children.

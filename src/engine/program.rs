@@ -49,6 +49,8 @@ pub fn program_json(
         "tools": tools,
         "recursion_limit": limits.recursion_limit,
         "max_input_bytes": limits.max_input_bytes,
+        "workspace_bytes": limits.workspace_bytes,
+        "workspace_files": limits.workspace_files,
     })
     .to_string())
 }
