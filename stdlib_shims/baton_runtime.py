@@ -702,6 +702,7 @@ _BLOCKED_MODULES = frozenset({
     "multiprocessing", "_multiprocessing", "_posixshmem", "ctypes", "_ctypes",
     "mmap", "select", "signal", "_signal", "resource", "fcntl", "pty", "tty",
     "termios", "posix", "faulthandler", "_winapi", "nt", "msvcrt", "winreg",
+    "_baton",
 })
 
 _DENIED_OS = (

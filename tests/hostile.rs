@@ -49,6 +49,7 @@ const REFUSED: &[(&str, &str, &[&str])] = &[
     ),
     ("import posix", "import posix", &["ModuleNotFoundError"]),
     ("import ssl", "import ssl", &["ModuleNotFoundError"]),
+    ("import _baton", "import _baton", &["ModuleNotFoundError"]),
     (
         "urllib.request",
         "import urllib.request\nurllib.request.urlopen('http://127.0.0.1:1/')",
@@ -345,6 +346,21 @@ const STOPPED: &[(&str, &str, &str)] = &[
         "100 MB of prints",
         "while True:\n    print('x' * 10000)\n",
         "stdout length exceeded",
+    ),
+    (
+        "forged tool call through the bridge",
+        "import sys\nb = sys.modules['baton_runtime']._baton\nb.pause([0], ['rm -rf /'], ['{}'], [1], '{}')\n",
+        "Invalid tool call: no tool named \"rm -rf /\"",
+    ),
+    (
+        "tool call with an input that is not an object",
+        "import sys\nb = sys.modules['baton_runtime']._baton\nb.pause([0], ['get_weather'], ['[1]'], [1], '{}')\n",
+        "Invalid tool call to \"get_weather\": the input is not a JSON object",
+    ),
+    (
+        "produced file with an escaping name",
+        "import sys\nb = sys.modules['baton_runtime']._baton\nb.produced('../../etc/cron.d/x', b'1')\n",
+        "Invalid workspace file name \"../../etc/cron.d/x\"",
     ),
     (
         "stderr flood",

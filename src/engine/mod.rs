@@ -22,6 +22,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::journal::{
     CallRecord, CallResult, ClockBase, ExecutionRecord, FrameSummary, PendingRound, Round,
+    WorkspaceFile,
 };
 use crate::rewrite;
 use crate::sandbox::limits::ChildRlimits;
@@ -155,6 +156,26 @@ pub enum EngineError {
     /// The sandbox failed (zygote gone, fork failed).
     #[error("sandbox failure: {0}")]
     Sandbox(String),
+}
+
+/// Checks a batch a child reports: every call names a tool of the request
+/// and carries a JSON object. The runtime guarantees both; a program that
+/// calls the native bridge itself does not.
+fn check_calls(record: &ExecutionRecord, calls: &[PendingCall]) -> Result<(), String> {
+    for call in calls {
+        if !record.tools.iter().any(|t| t.name == call.tool) {
+            return Err(format!("Invalid tool call: no tool named {:?}", call.tool));
+        }
+        let is_object =
+            serde_json::from_str::<serde_json::Value>(&call.input).is_ok_and(|v| v.is_object());
+        if !is_object {
+            return Err(format!(
+                "Invalid tool call to {:?}: the input is not a JSON object",
+                call.tool
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// How the error of an execution whose child died begins.
@@ -483,6 +504,10 @@ impl Engine {
             })) => {
                 self.charge(record, run_us, started);
                 self.append_output(record, &stdout, &stderr);
+                if let Err(error) = check_calls(record, &calls) {
+                    child.kill();
+                    return Step::Failed(error);
+                }
                 let calls = self.pend(record, calls, &frame_json);
                 self.park(record.id, child);
                 Step::Paused(calls)
@@ -496,6 +521,9 @@ impl Engine {
             })) => {
                 self.charge(record, run_us, started);
                 self.append_output(record, &stdout, &stderr);
+                if let Err(error) = self.check_produced(&files) {
+                    return Step::Failed(error);
+                }
                 record.produced = files;
                 match outcome {
                     ChildOutcome::Completed => Step::Completed,
@@ -537,6 +565,22 @@ impl Engine {
     fn append_output(&self, record: &mut ExecutionRecord, stdout: &str, stderr: &str) {
         append_capped(&mut record.stdout, stdout, self.config.limits.stdout_cap);
         append_capped(&mut record.stderr, stderr, self.config.limits.stderr_cap);
+    }
+
+    /// Checks what a child reports as files it produced.
+    fn check_produced(&self, files: &[WorkspaceFile]) -> Result<(), String> {
+        let limits = &self.config.limits;
+        let total: u64 = files.iter().map(|f| f.bytes.len() as u64).sum();
+        if total > limits.workspace_bytes || files.len() as u64 > limits.workspace_files {
+            return Err("Workspace limit exceeded".into());
+        }
+        match files
+            .iter()
+            .find(|f| crate::workspace::check_name(&f.name).is_err())
+        {
+            Some(bad) => Err(format!("Invalid workspace file name {:?}", bad.name)),
+            None => Ok(()),
+        }
     }
 
     fn pend(
