@@ -22,6 +22,8 @@ import json
 import asyncio
 import asyncio.base_events
 import heapq
+import math
+import operator
 import collections.abc
 import time
 import random
@@ -330,8 +332,65 @@ class ToolCall:
     def __float__(self):
         return float(self.result())
 
+    def __index__(self):
+        return operator.index(self.result())
+
+    def __complex__(self):
+        return complex(self.result())
+
+    def __round__(self, ndigits=None):
+        return round(self.result()) if ndigits is None else round(self.result(), ndigits)
+
+    def __trunc__(self):
+        return math.trunc(self.result())
+
+    def __floor__(self):
+        return math.floor(self.result())
+
+    def __ceil__(self):
+        return math.ceil(self.result())
+
+    def __neg__(self):
+        return -self.result()
+
+    def __pos__(self):
+        return +self.result()
+
+    def __abs__(self):
+        return abs(self.result())
+
+    def __setitem__(self, key, value):
+        self.result()[key] = value
+
+    def __delitem__(self, key):
+        del self.result()[key]
+
+    def __reversed__(self):
+        return reversed(self.result())
+
     __hash__ = object.__hash__
 
+
+def _forward_binary(name, op):
+    def forward(self, other):
+        return op(self.result(), other)
+
+    def reflected(self, other):
+        return op(other, self.result())
+
+    forward.__name__, reflected.__name__ = "__%s__" % name, "__r%s__" % name
+    setattr(ToolCall, "__%s__" % name, forward)
+    setattr(ToolCall, "__r%s__" % name, reflected)
+
+
+# A deferred call used in arithmetic waits for its value (`rates[0] * 100`).
+for _name, _op in (
+    ("sub", operator.sub), ("mul", operator.mul), ("truediv", operator.truediv),
+    ("floordiv", operator.floordiv), ("mod", operator.mod), ("pow", operator.pow),
+    ("matmul", operator.matmul), ("and", operator.and_), ("or", operator.or_),
+    ("xor", operator.xor), ("lshift", operator.lshift), ("rshift", operator.rshift),
+):
+    _forward_binary(_name, _op)
 
 collections.abc.Coroutine.register(ToolCall)
 

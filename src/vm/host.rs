@@ -120,6 +120,17 @@ impl Clock {
     pub fn advance(&mut self, secs: f64) {
         self.slept += secs;
     }
+
+    /// The clock after a pause: from `base`, but never behind what the code
+    /// has already seen (a sleep before the pause may have carried the
+    /// virtual time past the server's base).
+    pub fn resumed(&self, base: ClockBase) -> Self {
+        let seen = |start: f64| start + self.reads as f64 * 1e-6 + self.slept;
+        Clock::new(ClockBase {
+            wall: base.wall.max(seen(self.base.wall)),
+            mono: base.mono.max(seen(self.base.mono)),
+        })
+    }
 }
 
 /// The execution's entropy: SHA-256 of (seed, block counter), in order.
@@ -334,7 +345,7 @@ impl Host {
             self.divergence = Some(message.clone());
             return Err(message);
         }
-        self.clock = Clock::new(round.resume_clock);
+        self.clock = self.clock.resumed(round.resume_clock);
         if !self.replaying() {
             if let Ok(mut output) = self.shared.output.lock() {
                 output.reported_out = output.stdout.len();
@@ -395,7 +406,7 @@ impl Host {
                 clock,
                 budget_ms,
             }) if results.len() == expected => {
-                self.clock = Clock::new(clock);
+                self.clock = self.clock.resumed(clock);
                 self.go_live(budget_ms);
                 Ok(results)
             }
@@ -612,6 +623,26 @@ fn hard_timeout(shared: &Shared) -> ! {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pause_never_moves_the_clock_back() {
+        let mut clock = Clock::new(ClockBase {
+            wall: 100.0,
+            mono: 10.0,
+        });
+        clock.advance(5.0);
+        let before = clock.read(1);
+        let mut resumed = clock.resumed(ClockBase {
+            wall: 102.5,
+            mono: 12.5,
+        });
+        assert!(resumed.read(1) > before);
+        let mut later = clock.resumed(ClockBase {
+            wall: 200.0,
+            mono: 50.0,
+        });
+        assert_eq!(later.read(0), 200.0 + 1e-6);
+    }
 
     #[test]
     fn entropy_is_a_pure_function_of_the_seed() {

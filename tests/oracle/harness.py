@@ -107,7 +107,9 @@ class FakeBaton(types.ModuleType):
             results.append((ok, payload))
         self.rounds.append(log)
         k = len(self.rounds)
-        self.base = (self.wall0 + self.step * k, 1000.0 + self.step * k)
+        seen = lambda start: start + self.reads * 1e-6 + self.slept
+        self.base = (max(self.wall0 + self.step * k, seen(self.base[0])),
+                     max(1000.0 + self.step * k, seen(self.base[1])))
         self.reads = 0
         self.slept = 0.0
         return results

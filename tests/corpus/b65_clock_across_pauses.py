@@ -1,0 +1,13 @@
+import time, asyncio
+t0 = time.monotonic()
+w0 = time.time()
+time.sleep(5)
+t1 = time.monotonic()
+await get_weather(city="Oslo")
+t2 = time.monotonic()
+w2 = time.time()
+await asyncio.sleep(4)
+await get_weather(city="Lima")
+t3 = time.monotonic()
+print(t1 - t0 >= 5, t2 > t1, t3 > t2, w2 > w0)
+print(round(t3 - t0, 3) >= 9)
