@@ -814,7 +814,20 @@ def _setrecursionlimit(limit):
     _real_setrecursionlimit(limit)
 
 
+#: Reachable on the raw `posix` module (`os._exit.__self__`): refused there
+#: too, since the workspace replaces them only on `os`.
+_DENIED_POSIX = _DENIED_OS + (
+    "stat", "lstat", "listdir", "scandir", "mkdir", "remove", "unlink",
+    "rmdir", "rename", "replace", "chdir", "open",
+)
+
+
 def _install_fence():
+    posix = sys.modules.get("posix")
+    if posix is not None:
+        for name in _DENIED_POSIX:
+            if hasattr(posix, name):
+                setattr(posix, name, _refusal(name))
     for name in _BLOCKED_MODULES:
         sys.modules.pop(name, None)
     sys.meta_path.insert(0, _Fence)

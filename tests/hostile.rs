@@ -212,6 +212,21 @@ const REFUSED: &[(&str, &str, &[&str])] = &[
         &["PermissionError", "FileNotFoundError", "IndexError"],
     ),
     (
+        "os.system through a __globals__ walk",
+        "w = [c for c in object.__subclasses__() if c.__name__ == '_wrap_close'][0]\nw.__init__.__globals__['system']('id')",
+        &["PermissionError"],
+    ),
+    (
+        "posix functions through a __globals__ walk",
+        "w = [c for c in object.__subclasses__() if c.__name__ == '_wrap_close'][0]\nw.__init__.__globals__['_exit'].__self__.system('id')",
+        &["PermissionError", "AttributeError"],
+    ),
+    (
+        "__builtins__ tampering, then a raw file",
+        "import builtins, io\nbuiltins.open = io.FileIO\nopen('/etc/passwd').read()",
+        &["PermissionError", "FileNotFoundError"],
+    ),
+    (
         "open via builtins of a function's globals",
         "b = (lambda: 0).__globals__['__builtins__']\nb = b if isinstance(b, dict) else vars(b)\nb['open']('/etc/shadow').read()",
         &["PermissionError", "FileNotFoundError", "TypeError"],

@@ -34,6 +34,7 @@ pub const RUNTIME_SOURCE: &str = include_str!("../../stdlib_shims/baton_runtime.
 
 /// Modules imported once in the zygote so children start warm.
 const WARM_MODULES: &[&str] = &[
+    "_strptime",
     "json",
     "re",
     "datetime",

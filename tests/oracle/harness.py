@@ -124,6 +124,9 @@ def main():
     import itertools, functools, string, textwrap, decimal, fractions, heapq  # noqa: F401
     import bisect, dataclasses, enum, typing, asyncio, base64, hashlib, uuid  # noqa: F401
     import copy, pprint  # noqa: F401
+    # Imported lazily by the stdlib (datetime.strptime): import them before
+    # the runtime's fence takes the raw posix functions importlib uses.
+    import _strptime, calendar, locale, string, textwrap  # noqa: F401
     source = open(os.path.join(ROOT, "stdlib_shims", "baton_runtime.py")).read()
     runtime = types.ModuleType("baton_runtime")
     runtime.__file__ = "<baton_runtime>"
