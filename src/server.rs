@@ -60,6 +60,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             ended_ttl_secs: args.paused_ttl_secs,
             max_rounds: args.max_rounds,
             max_record_bytes: args.max_record_bytes,
+            file_ttl_secs: args.file_ttl_secs,
         },
     );
     let recovered = service.recover().map_err(|e| e.to_string())?;
@@ -135,6 +136,11 @@ fn spawn_sweeper(state: Arc<AppState>, every: Duration) {
                 Ok(0) => {}
                 Ok(swept) => tracing::info!(swept, "expired executions removed"),
                 Err(error) => tracing::warn!(%error, "sweep failed"),
+            }
+            match state.service.sweep_files(now) {
+                Ok(0) => {}
+                Ok(swept) => tracing::info!(swept, "expired session files removed"),
+                Err(error) => tracing::warn!(%error, "file sweep failed"),
             }
         }
     });

@@ -78,6 +78,8 @@ pub struct ServiceConfig {
     pub max_rounds: usize,
     /// Largest encoded execution record a pause may store, bytes.
     pub max_record_bytes: usize,
+    /// How long session files are kept, seconds.
+    pub file_ttl_secs: u64,
 }
 
 /// A start request.
@@ -635,6 +637,13 @@ impl Service {
         }
         self.store.flush().map_err(store_error)?;
         Ok(recovered)
+    }
+
+    /// Deletes session files past their lifetime; returns how many.
+    pub fn sweep_files(&self, now: u64) -> Result<usize, ApiError> {
+        self.files
+            .sweep(now.saturating_sub(self.config.file_ttl_secs))
+            .map_err(workspace_error)
     }
 
     /// Deletes expired executions; returns how many.

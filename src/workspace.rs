@@ -4,7 +4,8 @@
 //!
 //! Keys in the store: `f/<owner 8 bytes><session length u8><session><file id
 //! 12 bytes>` → a bincode [`StoredFile`]. Files are immutable: a changed file
-//! is stored under a new id.
+//! is stored under a new id. The sweeper deletes files older than the
+//! configured lifetime.
 //!
 //! Invariants:
 //! - Every key starts with the owner's API key identity: one key can never
@@ -197,6 +198,21 @@ impl Files {
             .transpose()
     }
 
+    /// Deletes the files created before `cutoff` (unix seconds); returns how
+    /// many. A file that does not decode is deleted too.
+    pub fn sweep(&self, cutoff: u64) -> Result<usize, WorkspaceError> {
+        let mut swept = 0;
+        for (key, value) in self.store.scan_prefix(b"f/")? {
+            let expired =
+                bincode::deserialize::<StoredFile>(&value).map_or(true, |f| f.created < cutoff);
+            if expired {
+                self.store.delete(&key)?;
+                swept += 1;
+            }
+        }
+        Ok(swept)
+    }
+
     /// Stores what an execution produced, in its session.
     pub fn keep_produced(
         &self,
@@ -282,5 +298,9 @@ mod tests {
         );
         assert_eq!(files.get([2; 8], "s1", &a.id).unwrap(), None);
         assert_eq!(files.get([1; 8], "s1", "zz").unwrap(), None);
+        let now = now_secs();
+        assert_eq!(files.sweep(now.saturating_sub(60)).unwrap(), 0);
+        assert_eq!(files.sweep(now + 1).unwrap(), 2);
+        assert!(files.list([1; 8], "s1").unwrap().is_empty());
     }
 }

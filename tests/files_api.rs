@@ -190,3 +190,23 @@ fn uploads_refuse_bad_names_and_oversize() {
         server.post_multipart("/upload", &[("file", Some("ok.txt"), "fine")], "wrong-key");
     assert_eq!(status, 401);
 }
+
+#[test]
+fn session_files_expire() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::start(dir.path(), &["--file-ttl-secs", "1", "--sweep-secs", "1"]);
+    let (data_id, _) = upload_inputs(&server, "sess_short");
+    assert_eq!(
+        server.get("/files/sess_short", Some(KEY)).1["files"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+    std::thread::sleep(std::time::Duration::from_millis(3200));
+    assert_eq!(
+        server.get("/files/sess_short", Some(KEY)).1["files"],
+        json!([])
+    );
+    let (status, _) = server.get_bytes(&format!("/download/sess_short/{data_id}"), KEY);
+    assert_eq!(status, 404);
+}
