@@ -368,7 +368,11 @@ impl Service {
     ) -> Result<Reply, ApiError> {
         if self.is_cancelled(&record.id) {
             self.engine.evict(&record.id);
-            return Ok(ended(record, Some("Execution was cancelled".into())));
+            return Ok(ended(
+                record,
+                Some("Execution was cancelled".into()),
+                Vec::new(),
+            ));
         }
         match step {
             Step::Paused(calls) => {
@@ -383,7 +387,7 @@ impl Service {
                     self.engine.evict(&record.id);
                     self.end(&record, &state, Status::Failed).await?;
                     record.pending = None;
-                    return Ok(ended(record, Some(error)));
+                    return Ok(ended(record, Some(error), Vec::new()));
                 }
                 let token = self.persist_pause(&record, &record_bytes, &state).await?;
                 Ok(Reply::Paused {
@@ -401,11 +405,7 @@ impl Service {
                     .keep_produced(state.owner, &record.session_id, produced)
                     .map_err(workspace_error)?;
                 self.end(&record, &state, Status::Completed).await?;
-                let mut reply = ended(record, None);
-                if let Reply::Ended { files: kept, .. } = &mut reply {
-                    *kept = files;
-                }
-                Ok(reply)
+                Ok(ended(record, None, files))
             }
             Step::Failed(error) => {
                 metrics::counter!("baton_executions_failed_total").increment(1);
@@ -414,7 +414,7 @@ impl Service {
                 }
                 self.end(&record, &state, Status::Failed).await?;
                 record.pending = None;
-                Ok(ended(record, Some(error)))
+                Ok(ended(record, Some(error), Vec::new()))
             }
         }
     }
@@ -667,14 +667,14 @@ impl Service {
     }
 }
 
-fn ended(record: ExecutionRecord, error: Option<String>) -> Reply {
+fn ended(record: ExecutionRecord, error: Option<String>, files: Vec<FileMeta>) -> Reply {
     Reply::Ended {
         execution_id: record.id_hex(),
         session_id: record.session_id,
         error,
         stdout: record.stdout,
         stderr: record.stderr,
-        files: Vec::new(),
+        files,
     }
 }
 

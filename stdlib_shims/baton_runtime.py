@@ -769,13 +769,18 @@ _DENIED_OS = (
     "execv", "execve", "execvp", "execvpe", "_execvpe", "spawnl", "spawnle",
     "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe",
     "posix_spawn", "posix_spawnp", "kill", "killpg", "putenv", "unsetenv",
-    "chdir", "fchdir", "chroot", "chmod", "fchmod", "lchmod", "chown", "fchown",
-    "lchown", "remove", "unlink", "rmdir", "mkdir",
-    "mkfifo", "mknod", "rename", "replace", "link", "symlink",
-    "truncate", "ftruncate", "open", "listdir", "scandir", "setuid", "setgid",
+    "fchdir", "chroot", "chmod", "fchmod", "lchmod", "chown", "fchown",
+    "lchown", "mkfifo", "mknod", "link", "symlink",
+    "truncate", "ftruncate", "open", "setuid", "setgid",
     "seteuid", "setegid", "setreuid", "setregid", "setresuid", "setresgid",
     "setgroups", "setsid", "setpgid", "setpgrp", "nice", "openpty", "login_tty",
     "register_at_fork", "sched_setaffinity", "memfd_create", "sendfile",
+)
+
+#: The `os` functions the virtual workspace replaces (see `_install_workspace`).
+_WORKSPACE_OS = (
+    "stat", "lstat", "listdir", "scandir", "mkdir", "remove", "unlink",
+    "rmdir", "rename", "replace", "chdir",
 )
 
 #: Deepest recursion limit code may ask for (the interpreter's thread has a
@@ -814,12 +819,9 @@ def _setrecursionlimit(limit):
     _real_setrecursionlimit(limit)
 
 
-#: Reachable on the raw `posix` module (`os._exit.__self__`): refused there
-#: too, since the workspace replaces them only on `os`.
-_DENIED_POSIX = _DENIED_OS + (
-    "stat", "lstat", "listdir", "scandir", "mkdir", "remove", "unlink",
-    "rmdir", "rename", "replace", "chdir", "open",
-)
+#: Reachable on the raw `posix` module (`os._exit.__self__`): refused there,
+#: including what the workspace replaces only on `os`.
+_DENIED_POSIX = _DENIED_OS + _WORKSPACE_OS
 
 
 def _install_fence():

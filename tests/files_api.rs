@@ -4,8 +4,10 @@
 
 mod common;
 
-use common::server::{KEY, OTHER_KEY, Server, answer, weather_tools};
-use serde_json::{Value, json};
+use common::server::{
+    KEY, OTHER_KEY, Server, answers, continue_, continue_until_done, weather_tools,
+};
+use serde_json::json;
 
 const DATA: &str = "city,temp\nParis,20\nOslo,5\n";
 const NOTES: &str = "first line\n";
@@ -54,25 +56,6 @@ fn upload_inputs(server: &Server, session: &str) -> (String, String) {
     (id(0), id(1))
 }
 
-fn continue_all(server: &mut Server, mut reply: Value, restart: bool) -> Value {
-    while reply["status"] == "tool_call_required" {
-        if restart {
-            server.restart();
-        }
-        let results: Vec<Value> = reply["tool_calls"]
-            .as_array()
-            .map(|calls| calls.iter().map(answer).collect())
-            .unwrap_or_default();
-        let (status, next) = server.post(
-            "/exec/programmatic",
-            &json!({"continuation_token": reply["continuation_token"], "tool_results": results}),
-        );
-        assert_eq!(status, 200, "{next}");
-        reply = next;
-    }
-    reply
-}
-
 fn check_round_trip(restart: bool) {
     let (_dir, mut server) = server();
     let session = if restart {
@@ -94,7 +77,12 @@ fn check_round_trip(restart: bool) {
         (200, &json!("tool_call_required")),
         "{paused}"
     );
-    let done = continue_all(&mut server, paused, restart);
+    let (done, _) = continue_until_done(paused, |reply| {
+        if restart {
+            server.restart();
+        }
+        continue_(&server, reply, answers(reply))
+    });
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(
         done["stdout"],

@@ -513,61 +513,44 @@ fn ordinary_executions_complete_while_attacks_run() {
         "import os\nwhile True:\n    os.fork()\n",
         "def f():\n    return f()\nf()\n",
     ];
-    let base = server.base.clone();
-    let attackers: Vec<_> = attacks
-        .iter()
-        .map(|code| {
-            let base = base.clone();
-            let code = (*code).to_owned();
-            std::thread::spawn(move || {
-                post(&base, &json!({"code": code, "tools": [], "timeout": 3000}))
+    std::thread::scope(|scope| {
+        let attackers: Vec<_> = attacks
+            .iter()
+            .map(|code| {
+                let server = &server;
+                scope.spawn(move || {
+                    server.post(
+                        "/exec/programmatic",
+                        &json!({"code": code, "tools": [], "timeout": 3000}),
+                    )
+                })
             })
-        })
-        .collect();
-    let ordinary: Vec<_> = (0..32)
-        .map(|i| {
-            let base = base.clone();
-            std::thread::spawn(move || ordinary_execution(&base, i))
-        })
-        .collect();
-    for (i, handle) in ordinary.into_iter().enumerate() {
-        let stdout = handle.join().unwrap_or_default();
-        assert_eq!(stdout, format!("{i} 11 12\n"), "execution {i}");
-    }
-    for handle in attackers {
-        let reply = handle.join().unwrap_or(Value::Null);
-        assert_eq!(reply["status"], "error", "{reply}");
-    }
+            .collect();
+        let ordinary: Vec<_> = (0..32)
+            .map(|i| {
+                let server = &server;
+                let code = format!(
+                    "a = await get_weather(city='a')\nb = await get_weather(city='bb')\nprint({i}, a['temp'], b['temp'])\n"
+                );
+                scope.spawn(move || common::server::run_program(server, &code).0)
+            })
+            .collect();
+        for (i, handle) in ordinary.into_iter().enumerate() {
+            let reply = handle.join().unwrap_or(Value::Null);
+            assert_eq!(
+                reply["stdout"],
+                format!("{i} 11 12\n"),
+                "execution {i}: {reply}"
+            );
+        }
+        for handle in attackers {
+            let (status, reply) = handle.join().unwrap_or((0, Value::Null));
+            assert_eq!(
+                (status, &reply["status"]),
+                (200, &json!("error")),
+                "{reply}"
+            );
+        }
+    });
     assert_eq!(server.get("/health", None).1["status"], "ok");
-}
-
-fn post(base: &str, body: &Value) -> Value {
-    ureq::post(&format!("{base}/exec/programmatic"))
-        .set("x-api-key", common::server::KEY)
-        .timeout(std::time::Duration::from_secs(60))
-        .send_json(body.clone())
-        .ok()
-        .and_then(|r| r.into_json().ok())
-        .unwrap_or(Value::Null)
-}
-
-fn ordinary_execution(base: &str, i: usize) -> String {
-    let code = format!(
-        "a = await get_weather(city='a')\nb = await get_weather(city='bb')\nprint({i}, a['temp'], b['temp'])\n"
-    );
-    let mut reply = post(
-        base,
-        &json!({"code": code, "tools": common::server::weather_tools()}),
-    );
-    while reply["status"] == "tool_call_required" {
-        let results: Vec<Value> = reply["tool_calls"]
-            .as_array()
-            .map(|calls| calls.iter().map(common::server::answer).collect())
-            .unwrap_or_default();
-        reply = post(
-            base,
-            &json!({"continuation_token": reply["continuation_token"], "tool_results": results}),
-        );
-    }
-    reply["stdout"].as_str().unwrap_or_default().to_owned()
 }

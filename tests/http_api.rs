@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use baton::token::{SigningKey, SigningKeys, key_identity};
-use common::server::{KEY, OTHER_KEY, SIGNING, Server, answer, run_program, weather_tools};
+use common::server::{
+    KEY, OTHER_KEY, SIGNING, Server, answers, continue_, run_program, weather_tools,
+};
 use serde_json::{Value, json};
 
 fn server(extra: &[&str]) -> (tempfile::TempDir, Server) {
@@ -23,20 +25,6 @@ fn start(server: &Server, code: &str) -> Value {
     );
     assert_eq!(status, 200, "{reply}");
     reply
-}
-
-fn answers(reply: &Value) -> Vec<Value> {
-    reply["tool_calls"]
-        .as_array()
-        .map(|calls| calls.iter().map(answer).collect())
-        .unwrap_or_default()
-}
-
-fn continue_(server: &Server, reply: &Value, results: Vec<Value>) -> (u16, Value) {
-    server.post(
-        "/exec/programmatic",
-        &json!({"continuation_token": reply["continuation_token"], "tool_results": results}),
-    )
 }
 
 const TWO_ROUNDS: &str = "\

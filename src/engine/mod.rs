@@ -279,8 +279,7 @@ impl Engine {
             .lock()
             .ok()
             .and_then(|mut p| p.remove(&record.id));
-        // A parked child that died (killed, OOM-killed) is resumed cold.
-        if let Some((_, mut child)) = parked.filter(|(_, child)| child.is_alive()) {
+        if let Some((_, mut child)) = parked {
             let results = record
                 .rounds
                 .last()
@@ -296,8 +295,9 @@ impl Engine {
                 .is_ok()
             {
                 let step = self.await_child(record, child, Duration::ZERO).await;
-                // A child that died before answering (it may have been dying
-                // while parked) left the record untouched: replay instead.
+                // A child that died before answering (killed or OOM-killed
+                // while parked, or dying then) left the record untouched:
+                // replay instead, as when the frame cannot even be written.
                 if !matches!(&step, Step::Failed(error) if error.starts_with(CRASHED)) {
                     return Ok((step, ResumeKind::Hot));
                 }

@@ -44,22 +44,6 @@ impl ChildProc {
     }
 }
 
-impl ChildProc {
-    /// Whether a parked child can still take a message: the process exists
-    /// and its socket has neither data nor end-of-file (a parked child never
-    /// writes until it is resumed).
-    pub fn is_alive(&self) -> bool {
-        // SAFETY: signal 0 only checks that the process exists.
-        let exists = unsafe { libc::kill(self.pid, 0) } == 0;
-        let mut probe = [0u8; 1];
-        let quiet = matches!(
-            self.stream.try_read(&mut probe),
-            Err(ref e) if e.kind() == io::ErrorKind::WouldBlock
-        );
-        exists && quiet
-    }
-}
-
 impl Drop for ChildProc {
     fn drop(&mut self) {
         self.kill();

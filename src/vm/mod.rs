@@ -167,20 +167,28 @@ except ToolError as e:
 s = json.dumps(r) + f'{len(r)}' + str(a) + str(b) + str(c[0]) + str(sorted({'b': 1, 'a': 2}.items())) + m
 "#;
 
+/// The rewritten [`REHEARSAL`]: built once in the zygote, inherited by every
+/// child through the fork.
+static REHEARSAL_PROGRAM: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+
+fn rehearsal_program() -> Option<String> {
+    let tool = crate::tools::ToolDef {
+        name: "rehearsal".into(),
+        description: None,
+        parameters: Some(r#"{"type": "object", "properties": {"x": {}}}"#.into()),
+    };
+    let limits = crate::engine::ExecLimits::default();
+    crate::engine::program::program_json(REHEARSAL, &[tool], &limits).ok()
+}
+
 /// Runs [`REHEARSAL`] without a host. In the zygote it performs the lazy
 /// initialisations once for every child; in an idle child (before its job
 /// arrives) it takes the copy-on-write faults of the common path off the
 /// critical path of the start. Every child rehearses the same way, so hot
 /// and cold children stay in step.
 fn rehearse(vm: &VirtualMachine) {
-    let limits = crate::engine::ExecLimits::default();
-    let tool = crate::tools::ToolDef {
-        name: "rehearsal".into(),
-        description: None,
-        parameters: Some(r#"{"type": "object", "properties": {"x": {}}}"#.into()),
-    };
-    if let Ok(program) = crate::engine::program::program_json(REHEARSAL, &[tool], &limits) {
-        let _ = run_program(vm, &program);
+    if let Some(program) = REHEARSAL_PROGRAM.get_or_init(rehearsal_program) {
+        let _ = run_program(vm, program);
     }
     let prepared = vm
         .import("baton_runtime", 0)

@@ -268,27 +268,45 @@ pub fn answer(call: &Value) -> Value {
     }
 }
 
-/// Starts `code` and loops until the end, answering with [`answer`].
-/// Returns the final response and the number of rounds.
-pub fn run_program(server: &Server, code: &str) -> (Value, usize) {
-    let (status, mut reply) = server.post(
+/// One result per call of a paused reply, from [`answer`].
+pub fn answers(reply: &Value) -> Vec<Value> {
+    reply["tool_calls"]
+        .as_array()
+        .map(|calls| calls.iter().map(answer).collect())
+        .unwrap_or_default()
+}
+
+/// Continues a paused reply with `results`.
+pub fn continue_(server: &Server, reply: &Value, results: Vec<Value>) -> (u16, Value) {
+    server.post(
         "/exec/programmatic",
-        &json!({"code": code, "tools": weather_tools()}),
-    );
-    assert_eq!(status, 200, "{reply}");
+        &json!({"continuation_token": reply["continuation_token"], "tool_results": results}),
+    )
+}
+
+/// Loops while `reply` is paused, replacing it by `continue_round(reply)`
+/// (which must answer 200). Returns the final reply and the number of rounds.
+pub fn continue_until_done(
+    mut reply: Value,
+    mut continue_round: impl FnMut(&Value) -> (u16, Value),
+) -> (Value, usize) {
     let mut rounds = 0;
     while reply["status"] == "tool_call_required" {
         rounds += 1;
-        let results: Vec<Value> = reply["tool_calls"]
-            .as_array()
-            .map(|calls| calls.iter().map(answer).collect())
-            .unwrap_or_default();
-        let (status, next) = server.post(
-            "/exec/programmatic",
-            &json!({"continuation_token": reply["continuation_token"], "tool_results": results}),
-        );
+        let (status, next) = continue_round(&reply);
         assert_eq!(status, 200, "{next}");
         reply = next;
     }
     (reply, rounds)
+}
+
+/// Starts `code` and loops until the end, answering with [`answer`].
+/// Returns the final response and the number of rounds.
+pub fn run_program(server: &Server, code: &str) -> (Value, usize) {
+    let (status, reply) = server.post(
+        "/exec/programmatic",
+        &json!({"code": code, "tools": weather_tools()}),
+    );
+    assert_eq!(status, 200, "{reply}");
+    continue_until_done(reply, |paused| continue_(server, paused, answers(paused)))
 }
