@@ -183,6 +183,12 @@ impl ExecutionRecord {
 
     /// Checks the invariants a replay relies on.
     pub fn validate(&self) -> Result<(), JournalError> {
+        if self.used_ms > self.timeout_ms {
+            return Err(JournalError::Corrupt(format!(
+                "used {} ms of a {} ms budget",
+                self.used_ms, self.timeout_ms
+            )));
+        }
         for (index, round) in self.rounds.iter().enumerate() {
             if round.calls.is_empty() || round.calls.len() != round.results.len() {
                 return Err(JournalError::Corrupt(format!(
@@ -337,6 +343,12 @@ mod tests {
         ));
         let mut record = sample();
         record.rounds[0].stdout_len = 99;
+        assert!(matches!(
+            ExecutionRecord::decode(&record.encode()),
+            Err(JournalError::Corrupt(_))
+        ));
+        let mut record = sample();
+        (record.timeout_ms, record.used_ms) = (10, 11);
         assert!(matches!(
             ExecutionRecord::decode(&record.encode()),
             Err(JournalError::Corrupt(_))

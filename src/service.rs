@@ -19,11 +19,11 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::api::error::ApiError;
+use crate::api::views::ExecutionView;
 use crate::engine::{Engine, ExecutionSpec, ResumeKind, Step};
-use crate::journal::{CallRecord, CallResult, ExecutionRecord, WorkspaceFile};
+use crate::journal::{CallRecord, CallResult, ExecutionRecord, PendingRound, WorkspaceFile};
 use crate::store::{Durability, Store};
 use crate::token::{SigningKeys, TokenError};
 use crate::tools::ToolDef;
@@ -83,6 +83,7 @@ pub struct ServiceConfig {
 }
 
 /// A start request.
+#[derive(Debug)]
 pub struct StartRequest {
     /// Python source.
     pub code: String,
@@ -99,7 +100,7 @@ pub struct StartRequest {
 }
 
 /// A start request's reference to a session file.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 pub struct FileRef {
     /// The file id.
     pub id: String,
@@ -112,7 +113,7 @@ pub struct FileRef {
 }
 
 /// One result of a continuation.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 pub struct ToolResult {
     /// The call it answers.
     pub call_id: String,
@@ -336,7 +337,8 @@ impl Service {
         let (state_bytes, state) = self.load_state(&id, owner)?;
         check_claimable(&state, claims.round)?;
         let mut record = self.load_record(&id)?;
-        let ordered = order_results(&record, results)?;
+        let pending = record.pending.as_ref().ok_or(ApiError::AlreadyUsed)?;
+        let ordered = order_results(pending, results)?;
         let running = ExecState {
             status: Status::Running,
             ..state.clone()
@@ -593,7 +595,7 @@ impl Service {
     }
 
     /// What an operator sees of an execution.
-    pub fn inspect(&self, owner: [u8; 8], id_hex: &str) -> Result<serde_json::Value, ApiError> {
+    pub fn inspect(&self, owner: [u8; 8], id_hex: &str) -> Result<ExecutionView, ApiError> {
         let id = hex::decode(id_hex)
             .ok()
             .and_then(|bytes| <[u8; 16]>::try_from(bytes.as_slice()).ok())
@@ -603,7 +605,7 @@ impl Service {
             Status::Paused | Status::Running => Some(self.load_record(&id)?),
             _ => None,
         };
-        Ok(describe(id_hex, &state, record.as_ref()))
+        Ok(ExecutionView::new(id_hex, &state, record.as_ref()))
     }
 
     /// At start-up: rounds left running by a dead server become paused again.
@@ -691,13 +693,10 @@ fn check_claimable(state: &ExecState, round: u32) -> Result<(), ApiError> {
 
 /// Puts the client's results in the order of the pending calls; names every
 /// missing, unknown or duplicate id.
-fn order_results(
-    record: &ExecutionRecord,
+pub fn order_results(
+    pending: &PendingRound,
     results: Vec<ToolResult>,
 ) -> Result<Vec<CallResult>, ApiError> {
-    let Some(pending) = &record.pending else {
-        return Err(ApiError::AlreadyUsed);
-    };
     let mut slots: Vec<Option<CallResult>> = vec![None; pending.calls.len()];
     let (mut unknown, mut duplicate) = (Vec::new(), Vec::new());
     for result in results {
@@ -746,41 +745,4 @@ fn to_call_result(result: ToolResult) -> CallResult {
     } else {
         CallResult::Value(result.result.to_string())
     }
-}
-
-fn describe(
-    id_hex: &str,
-    state: &ExecState,
-    record: Option<&ExecutionRecord>,
-) -> serde_json::Value {
-    let mut view = json!({
-        "execution_id": id_hex,
-        "status": format!("{:?}", state.status).to_lowercase(),
-        "round": state.round,
-        "expires_at": state.expires_at,
-    });
-    if let Some(record) = record {
-        let pending = record.pending.as_ref();
-        view["session_id"] = json!(record.session_id);
-        view["timeout_ms"] = json!(record.timeout_ms);
-        view["used_ms"] = json!(record.used_ms);
-        view["stdout_bytes"] = json!(record.stdout.len());
-        view["pending_calls"] =
-            json!(pending.map(|p| p.calls.iter().map(call_view).collect::<Vec<_>>()));
-        view["frame"] = json!(pending.map(|p| json!({
-            "function": p.frame.function,
-            "line": p.frame.line,
-            "locals": serde_json::from_str::<serde_json::Value>(&p.frame.locals).unwrap_or_default(),
-        })));
-    }
-    view
-}
-
-/// A call as the client sees it.
-pub fn call_view(call: &CallRecord) -> serde_json::Value {
-    json!({
-        "id": call.id,
-        "name": call.tool,
-        "input": serde_json::from_str::<serde_json::Value>(&call.input).unwrap_or_default(),
-    })
 }

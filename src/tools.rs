@@ -22,7 +22,7 @@ pub struct ToolDef {
 }
 
 /// A tool as it arrives in a request (unknown fields ignored).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 pub struct WireTool {
     /// Tool name.
     pub name: String,
@@ -31,6 +31,7 @@ pub struct WireTool {
     pub description: Option<String>,
     /// JSON-Schema of the parameters.
     #[serde(default)]
+    #[schema(value_type = Option<Object>)]
     pub parameters: Option<serde_json::Value>,
 }
 

@@ -14,9 +14,9 @@ mod common;
 use std::path::PathBuf;
 
 use baton::engine::program::program_json;
-use baton::engine::{Engine, ExecLimits, Step};
+use baton::engine::{Engine, ExecLimits};
 use baton::journal::CallResult;
-use common::{OracleRun, corpus_tools, engine, oracle, root, run_to_end, spec};
+use common::{OracleRun, corpus_tools, engine, final_error, oracle, root, run_to_end, spec};
 use serde_json::Value;
 
 /// Programs whose output legitimately differs between CPython and RustPython.
@@ -66,16 +66,7 @@ fn frames(stderr: &str) -> Vec<String> {
 
 fn expected(run: &OracleRun) -> Outcome {
     Outcome {
-        calls: run
-            .rounds
-            .iter()
-            .map(|round| {
-                round
-                    .iter()
-                    .map(|c| (c.tool.clone(), c.input.clone()))
-                    .collect()
-            })
-            .collect(),
+        calls: run.calls(),
         stdout: run.stdout.clone(),
         error: run.error.clone(),
         frames: frames(&run.stderr),
@@ -102,11 +93,7 @@ async fn run_baton(engine: &Engine, source: &str, oracle_run: &OracleRun, mode: 
     Outcome {
         calls,
         stdout: record.stdout.clone(),
-        error: match step {
-            Step::Completed => None,
-            Step::Failed(error) => Some(error),
-            Step::Paused(_) => Some("still paused".into()),
-        },
+        error: final_error(step),
         frames: frames(&record.stderr),
     }
 }

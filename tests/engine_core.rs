@@ -458,3 +458,135 @@ async fn a_child_that_dies_fails_only_its_own_execution() {
     assert_eq!(step, Step::Completed, "{}", parked.stderr);
     assert_eq!(parked.stdout, "7\n");
 }
+
+/// Writes real execution records, paused at each round and ended, as seeds
+/// for the journal fuzz target:
+/// `cargo nextest run --ignore-rust-version --test engine_core --run-ignored only journal_fuzz_seeds`.
+#[tokio::test]
+#[ignore = "writes fuzz/corpus/journal; run by hand"]
+async fn journal_fuzz_seeds() {
+    let programs = [
+        "w = await get_weather(city='SF')\nprint(w['temp'])\n",
+        "import asyncio\nrs = await asyncio.gather(get_weather(city='A'), search(query='q', limit=2))\nprint(rs)\nx = await search(query='é')\n",
+        "def f(c):\n    return get_weather(c)\nfor c in ['x', 'yy']:\n    try:\n        print(f(c))\n    except ToolError as e:\n        print('no', e)\n",
+        "print(1 +)\n",
+    ];
+    let engine = engine();
+    let dir = common::root().join("fuzz/corpus/journal");
+    let mut written = 0;
+    for (index, source) in programs.iter().enumerate() {
+        let mut record = engine
+            .prepare(spec(source, tools(WEATHER), 10_000))
+            .unwrap_or_else(|e| panic!("prepare: {e}"));
+        let mut step = engine
+            .start(&mut record)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut round = 0;
+        loop {
+            let path = dir.join(format!("seed-{index}-{round}"));
+            std::fs::write(&path, record.encode()).unwrap_or_else(|e| panic!("{e}"));
+            written += 1;
+            let Step::Paused(calls) = &step else { break };
+            let results = calls
+                .iter()
+                .map(|c| match round % 2 {
+                    0 => weather_answer(
+                        round,
+                        &c.tool,
+                        &serde_json::from_str(&c.input).unwrap_or(Value::Null),
+                    ),
+                    _ => CallResult::Error("tool failed".into()),
+                })
+                .collect();
+            step = engine
+                .resume(&mut record, results)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+                .0;
+            round += 1;
+        }
+    }
+    assert!(written >= programs.len() * 2, "wrote {written} seeds");
+}
+
+/// A record that decodes never crashes its replay: real records of a
+/// two-round program, with random bytes overwritten; each one that still
+/// decodes is resumed cold by a real child, which must answer with a step
+/// (completed, a failure it explains, or a pause), never crash.
+#[test]
+fn corrupted_records_that_decode_replay_without_crashing() {
+    use baton::journal::ExecutionRecord;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+
+    let (runtime, engine) = common::runtime_with_engine();
+    let source = "import asyncio\na = await get_weather(city='Oslo')\nprint('a', a)\nb, c = await asyncio.gather(search(query=a['city'], limit=1), get_weather(city='Rome'))\nprint(b, c['temp'])\n";
+    let mut record = engine
+        .prepare(spec(source, tools(WEATHER), 10_000))
+        .unwrap_or_else(|e| panic!("prepare: {e}"));
+    let step = runtime.block_on(engine.start(&mut record));
+    assert!(matches!(step, Ok(Step::Paused(_))), "{step:?}");
+    let answers = vec![value(json!({"city": "Oslo", "temp": 3}))];
+    let step = runtime.block_on(engine.resume(&mut record, answers));
+    assert!(matches!(step, Ok((Step::Paused(_), _))), "{step:?}");
+    let encoded = record.encode();
+
+    let config = Config {
+        cases: 400,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let mut runner =
+        TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]));
+    let flips = proptest::collection::vec((0..encoded.len(), proptest::num::u8::ANY), 1..4);
+    let (decoded, replayed) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
+    let result = runner.run(&flips, |flips| {
+        let mut bytes = encoded.clone();
+        for (at, byte) in flips {
+            bytes[at] = byte;
+        }
+        let Ok(mut corrupt) = ExecutionRecord::decode(&bytes) else {
+            return Ok(());
+        };
+        decoded.set(decoded.get() + 1);
+        engine.evict(&corrupt.id);
+        let results = corrupt.pending.as_ref().map_or(0, |p| p.calls.len());
+        let results = (0..results).map(|_| value(json!({"temp": 1}))).collect();
+        match runtime.block_on(engine.resume(&mut corrupt, results)) {
+            Ok((Step::Failed(error), _)) if error.starts_with("Execution crashed") => Err(
+                proptest::test_runner::TestCaseError::fail(format!("replay crashed: {error}")),
+            ),
+            Ok(_) => {
+                replayed.set(replayed.get() + 1);
+                Ok(())
+            }
+            Err(error) => Err(proptest::test_runner::TestCaseError::fail(format!(
+                "engine error: {error}"
+            ))),
+        }
+    });
+    if let Err(error) = result {
+        panic!("{error}");
+    }
+    // Budgets at the edges of their range.
+    let edges = [(u64::MAX, 0), (u64::MAX, u64::MAX), (0, u64::MAX), (1, 0)];
+    for (timeout_ms, used_ms) in edges {
+        let mut edge = record.clone();
+        (edge.timeout_ms, edge.used_ms) = (timeout_ms, used_ms);
+        let Ok(mut edge) = ExecutionRecord::decode(&edge.encode()) else {
+            continue;
+        };
+        let results = vec![value(json!([])), value(json!({"temp": 1}))];
+        let step = runtime.block_on(engine.resume(&mut edge, results));
+        assert!(
+            matches!(&step, Ok((Step::Completed | Step::Failed(_), _))),
+            "budget {timeout_ms}/{used_ms}: {step:?}"
+        );
+    }
+    let (decoded, replayed) = (decoded.get(), replayed.get());
+    eprintln!("{decoded} of 400 corrupted records decoded, {replayed} replayed");
+    assert!(
+        replayed > 10,
+        "only {replayed} of {decoded} corrupted records were replayed"
+    );
+}

@@ -594,3 +594,43 @@ fn limits_follow_their_settings() {
         "{reply}"
     );
 }
+
+#[test]
+fn openapi_describes_every_route_and_needs_no_key() {
+    let (_dir, server) = server(&[]);
+    let (status, document) = server.get("/openapi.json", None);
+    assert_eq!(status, 200, "{document}");
+    assert_eq!(document["openapi"], "3.1.0");
+    let mut paths: Vec<&str> = document["paths"]
+        .as_object()
+        .map(|paths| paths.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    paths.sort_unstable();
+    let protocol = [
+        "/download/{session_id}/{file_id}",
+        "/exec/programmatic",
+        "/exec/programmatic/cancel",
+        "/executions/{id}",
+        "/files/{session_id}",
+        "/upload",
+    ];
+    let mut expected: Vec<String> = protocol
+        .iter()
+        .flat_map(|p| [(*p).to_owned(), format!("/v1{p}")])
+        .chain(["/health", "/metrics", "/openapi.json"].map(str::to_owned))
+        .collect();
+    expected.sort_unstable();
+    assert_eq!(paths, expected);
+    let exec = &document["paths"]["/v1/exec/programmatic"]["post"];
+    assert_eq!(exec["operationId"], "v1_exec");
+    for status in ["200", "400", "401", "409", "413"] {
+        assert!(
+            exec["responses"].get(status).is_some(),
+            "exec lacks {status}"
+        );
+    }
+    let reply = &document["components"]["schemas"]["ExecReply"];
+    assert_eq!(reply["oneOf"].as_array().map(Vec::len), Some(3), "{reply}");
+    let schemes = &document["components"]["securitySchemes"];
+    assert_eq!(schemes["api_key"]["name"], "x-api-key");
+}

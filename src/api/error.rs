@@ -4,10 +4,10 @@
 //! with the contract's exact text for the cases the contract names; no HTML,
 //! no panic message, no internal detail beyond the one line.
 
+use super::views::ErrorView;
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
 /// A request that cannot be served.
 #[derive(Debug, thiserror::Error)]
@@ -75,7 +75,7 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = Json(json!({"status": "error", "error": self.to_string()}));
+        let body = Json(ErrorView::new(self.to_string()));
         (self.status(), body).into_response()
     }
 }

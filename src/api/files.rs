@@ -13,33 +13,26 @@ use axum::extract::multipart::{Multipart, MultipartError, MultipartRejection};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
 
 use super::AppState;
 use super::authorize;
 use super::error::ApiError;
+use super::openapi::Failures;
+use super::views::FilesView;
 use crate::service::workspace_error;
-use crate::workspace::{FileMeta, MOUNT};
 
-/// How a produced file appears in `completed.files`.
-pub fn produced_view(file: &FileMeta) -> Value {
-    json!({
-        "id": file.id,
-        "name": file.name,
-        "path": format!("{MOUNT}/{}", file.name),
-        "session_id": file.session_id,
-        "size": file.size,
-    })
-}
-
-fn listed_view(file: &FileMeta) -> Value {
-    json!({
-        "id": file.id,
-        "name": file.name,
-        "session_id": file.session_id,
-        "size": file.size,
-        "created": file.created,
-    })
+/// The form `POST /upload` reads (for the OpenAPI description: the handler
+/// reads the parts as they stream).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct UploadForm {
+    /// One or more files; each part needs a file name (it becomes the
+    /// file's path under `/mnt/data`).
+    #[schema(value_type = Vec<String>, format = Binary)]
+    file: Vec<Vec<u8>>,
+    /// The session to store them in (a new one when absent).
+    #[schema(pattern = "^[A-Za-z0-9_-]{1,128}$")]
+    session_id: Option<String>,
 }
 
 fn multipart_error(error: MultipartError, limit: usize) -> ApiError {
@@ -52,6 +45,9 @@ fn multipart_error(error: MultipartError, limit: usize) -> ApiError {
 
 /// `POST /upload`: stores each `file` part in the session (a new session
 /// when none is given) and returns the files' ids and names.
+#[utoipa::path(post, path = "/upload", tag = "files",
+    request_body(content = UploadForm, content_type = "multipart/form-data"),
+    responses((status = 200, description = "The stored files", body = FilesView), Failures))]
 pub async fn upload(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
@@ -104,14 +100,13 @@ pub async fn upload(
         .map(|(name, bytes)| files.put(owner, &session, &name, bytes))
         .collect::<Result<Vec<_>, _>>()
         .map_err(workspace_error)?;
-    Ok(Json(json!({
-        "session_id": session,
-        "files": stored.iter().map(listed_view).collect::<Vec<_>>(),
-    }))
-    .into_response())
+    Ok(Json(FilesView::new(session, &stored)).into_response())
 }
 
 /// `GET /files/{session_id}`: the caller's files of a session.
+#[utoipa::path(get, path = "/files/{session_id}", tag = "files",
+    params(("session_id" = String, Path, description = "The session")),
+    responses((status = 200, description = "The session's files", body = FilesView), Failures))]
 pub async fn list(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
@@ -123,14 +118,15 @@ pub async fn list(
         .files()
         .list(owner, &session)
         .map_err(workspace_error)?;
-    Ok(Json(json!({
-        "session_id": session,
-        "files": files.iter().map(listed_view).collect::<Vec<_>>(),
-    }))
-    .into_response())
+    Ok(Json(FilesView::new(session, &files)).into_response())
 }
 
 /// `GET /download/{session_id}/{file_id}`: one file's bytes.
+#[utoipa::path(get, path = "/download/{session_id}/{file_id}", tag = "files",
+    params(("session_id" = String, Path, description = "The session"),
+        ("file_id" = String, Path, description = "The file id")),
+    responses((status = 200, description = "The file's bytes", content_type = "application/octet-stream",
+        body = String), Failures))]
 pub async fn download(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,

@@ -10,6 +10,9 @@
 
 pub mod error;
 mod files;
+pub mod openapi;
+pub mod request;
+pub mod views;
 
 use std::sync::Arc;
 
@@ -21,14 +24,14 @@ use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use serde::Deserialize;
-use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::service::{FileRef, Reply, Service, StartRequest, ToolResult, call_view};
+use crate::service::Service;
 use crate::token::key_identity;
-use crate::tools::{ToolDef, WireTool};
 use error::ApiError;
+use openapi::Failures;
+use request::{CancelBody, ExecBody, ExecRequest};
+use views::{CancelView, ErrorView, ExecReply, ExecutionView, HealthView};
 
 /// Shared state of the handlers.
 pub struct AppState {
@@ -57,6 +60,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .nest("/v1", protocol)
         .route("/health", get(health))
         .route("/metrics", get(metrics_text))
+        .route("/openapi.json", get(openapi::openapi_json))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))
@@ -64,12 +68,12 @@ pub fn router(state: Arc<AppState>) -> Router {
 }
 
 async fn not_found() -> Response {
-    let body = Json(json!({"status": "error", "error": "no such endpoint"}));
+    let body = Json(ErrorView::new("no such endpoint"));
     (StatusCode::NOT_FOUND, body).into_response()
 }
 
 async fn method_not_allowed() -> Response {
-    let body = Json(json!({"status": "error", "error": "method not allowed"}));
+    let body = Json(ErrorView::new("method not allowed"));
     (StatusCode::METHOD_NOT_ALLOWED, body).into_response()
 }
 
@@ -84,15 +88,21 @@ fn read_body(state: &AppState, body: Result<Bytes, BytesRejection>) -> Result<By
     })
 }
 
-async fn health(State(state): State<Arc<AppState>>) -> Json<Value> {
+/// `GET /health`: liveness, with the pool's counts.
+#[utoipa::path(get, path = "/health", tag = "service", security(()),
+    responses((status = 200, description = "The server is up", body = HealthView)))]
+async fn health(State(state): State<Arc<AppState>>) -> Json<HealthView> {
     let engine = state.service.engine();
-    Json(json!({
-        "status": "ok",
-        "parked": engine.parked_count(),
-        "idle_children": engine.idle_count(),
-    }))
+    Json(HealthView {
+        status: "ok",
+        parked: engine.parked_count(),
+        idle_children: engine.idle_count(),
+    })
 }
 
+/// `GET /metrics`: Prometheus text.
+#[utoipa::path(get, path = "/metrics", tag = "service", security(()),
+    responses((status = 200, description = "Prometheus metrics", content_type = "text/plain", body = String)))]
 async fn metrics_text(State(state): State<Arc<AppState>>) -> Response {
     let engine = state.service.engine();
     metrics::gauge!("baton_parked_children").set(engine.parked_count() as f64);
@@ -134,31 +144,6 @@ fn presented_key(headers: &HeaderMap) -> Option<&str> {
     (scheme == "bearer" || scheme == "apikey").then(|| key.trim())
 }
 
-#[derive(Deserialize)]
-struct StartBody {
-    code: Option<Value>,
-    #[serde(default)]
-    tools: Option<Vec<WireTool>>,
-    #[serde(default)]
-    session_id: Option<String>,
-    #[serde(default)]
-    timeout: Option<Value>,
-    #[serde(default)]
-    files: Option<Vec<FileRef>>,
-}
-
-#[derive(Deserialize)]
-struct ContinueBody {
-    continuation_token: Value,
-    #[serde(default)]
-    tool_results: Option<Vec<ToolResult>>,
-}
-
-#[derive(Deserialize)]
-struct CancelBody {
-    request_id: String,
-}
-
 /// The caller's identity and the request body, or the request's error.
 fn authorized_body(
     state: &AppState,
@@ -169,148 +154,62 @@ fn authorized_body(
     Ok((owner, read_body(state, body)?))
 }
 
-fn parse_json<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
-    serde_json::from_slice(body)
-        .map_err(|e| ApiError::BadRequest(format!("invalid request body: {e}")))
-}
-
+/// `POST /exec/programmatic`: start code, or continue it with tool results.
+#[utoipa::path(post, path = "/exec/programmatic", tag = "exec",
+    request_body(content = ExecBody, description = "A start or a continuation"),
+    params(("x-librechat-code-request-id" = Option<String>, Header,
+        description = "The client's id for this start, for cancel")),
+    responses((status = 200, description = "Paused at tool calls, completed, or failed in the code",
+        body = ExecReply), Failures))]
 async fn exec(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let (owner, body) = authorized_body(&state, &headers, body)?;
-    let value: Value = parse_json(&body)?;
-    if !value.is_object() {
-        return Err(ApiError::BadRequest(
-            "invalid request body: expected a JSON object".into(),
-        ));
-    }
-    let reply = if value
-        .get("continuation_token")
-        .is_some_and(|t| !t.is_null())
-    {
-        let body: ContinueBody = parse_json(&body)?;
-        let token = body
-            .continuation_token
-            .as_str()
-            .ok_or(ApiError::InvalidToken)?;
-        let results = body.tool_results.ok_or_else(|| {
-            ApiError::BadRequest("tool_results is required with a continuation_token".into())
-        })?;
-        state.service.continue_with(owner, token, results).await?
-    } else {
-        let request = start_request(parse_json(&body)?, &headers)?;
-        state.service.start(owner, request).await?
-    };
-    Ok(Json(reply_json(reply)).into_response())
-}
-
-fn start_request(body: StartBody, headers: &HeaderMap) -> Result<StartRequest, ApiError> {
-    let code = match body.code {
-        Some(Value::String(code)) if !code.trim().is_empty() => code,
-        Some(Value::String(_)) => return Err(ApiError::BadRequest("code is empty".into())),
-        Some(_) => return Err(ApiError::BadRequest("code must be a string".into())),
-        None => return Err(ApiError::BadRequest("code is required".into())),
-    };
-    let timeout_ms = match body.timeout {
-        None | Some(Value::Null) => 60_000,
-        Some(value) => value
-            .as_f64()
-            .filter(|t| (1000.0..=300_000.0).contains(t))
-            .map(|t| t as u64)
-            .ok_or_else(|| {
-                ApiError::BadRequest(
-                    "timeout must be a number of milliseconds from 1000 to 300000".into(),
-                )
-            })?,
-    };
-    let tools: Vec<ToolDef> = body
-        .tools
-        .unwrap_or_default()
-        .into_iter()
-        .map(Into::into)
-        .collect();
     let request_id = headers
         .get("x-librechat-code-request-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    Ok(StartRequest {
-        code,
-        tools,
-        session_id: body.session_id,
-        timeout_ms,
-        request_id,
-        files: body.files.unwrap_or_default(),
-    })
+        .and_then(|v| v.to_str().ok());
+    let reply = match request::decode_exec(&body, request_id)? {
+        ExecRequest::Continue { token, results } => {
+            state.service.continue_with(owner, &token, results).await?
+        }
+        ExecRequest::Start(start) => state.service.start(owner, start).await?,
+    };
+    Ok(Json(ExecReply::from(reply)).into_response())
 }
 
-fn reply_json(reply: Reply) -> Value {
-    match reply {
-        Reply::Paused {
-            execution_id,
-            session_id,
-            token,
-            calls,
-        } => json!({
-            "status": "tool_call_required",
-            "execution_id": execution_id,
-            "session_id": session_id,
-            "continuation_token": token,
-            "tool_calls": calls.iter().map(call_view).collect::<Vec<_>>(),
-        }),
-        Reply::Ended {
-            execution_id,
-            session_id,
-            error: None,
-            stdout,
-            stderr,
-            files,
-        } => json!({
-            "status": "completed",
-            "execution_id": execution_id,
-            "session_id": session_id,
-            "stdout": stdout,
-            "stderr": stderr,
-            "files": files.iter().map(files::produced_view).collect::<Vec<_>>(),
-        }),
-        Reply::Ended {
-            execution_id,
-            session_id,
-            error: Some(error),
-            stdout,
-            stderr,
-            ..
-        } => json!({
-            "status": "error",
-            "execution_id": execution_id,
-            "session_id": session_id,
-            "error": error,
-            "stdout": stdout,
-            "stderr": stderr,
-        }),
-    }
-}
-
+/// `POST /exec/programmatic/cancel`: cancels the execution of a request id.
+#[utoipa::path(post, path = "/exec/programmatic/cancel", tag = "exec",
+    request_body = CancelBody,
+    responses((status = 200, description = "Cancelled", body = CancelView), Failures))]
 async fn cancel(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let (owner, body) = authorized_body(&state, &headers, body)?;
-    let body: CancelBody = parse_json(&body)?;
-    if state.service.cancel(owner, &body.request_id).await? {
-        Ok(Json(json!({"status": "cancelled", "request_id": body.request_id})).into_response())
+    let request_id = request::decode_cancel(&body)?;
+    if state.service.cancel(owner, &request_id).await? {
+        let view = CancelView {
+            status: "cancelled",
+            request_id,
+        };
+        Ok(Json(view).into_response())
     } else {
         Err(ApiError::NotFound)
     }
 }
 
+/// `GET /executions/{id}`: an execution's state.
+#[utoipa::path(get, path = "/executions/{id}", tag = "exec",
+    params(("id" = String, Path, description = "The execution id (hex)")),
+    responses((status = 200, description = "The execution", body = ExecutionView), Failures))]
 async fn inspect(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ExecutionView>, ApiError> {
     let owner = authorize(&state, &headers)?;
     state.service.inspect(owner, &id).map(Json)
 }

@@ -270,7 +270,7 @@ impl Engine {
         results: Vec<CallResult>,
     ) -> Result<(Step, ResumeKind), EngineError> {
         let clock = self.accept_results(record, results)?;
-        if self.remaining_ms(record) == 0 {
+        if remaining_ms(record) == 0 {
             self.evict(&record.id);
             return Ok((Step::Failed("Time limit exceeded".into()), ResumeKind::Hot));
         }
@@ -288,7 +288,7 @@ impl Engine {
             let message = ToChild::Resume {
                 results,
                 clock,
-                budget_ms: self.remaining_ms(record),
+                budget_ms: remaining_ms(record),
             };
             if nonblocking::write_frame(&mut child.stream, &message)
                 .await
@@ -406,10 +406,6 @@ impl Engine {
         }
     }
 
-    fn remaining_ms(&self, record: &ExecutionRecord) -> u64 {
-        record.timeout_ms.saturating_sub(record.used_ms)
-    }
-
     fn program_json(&self, record: &ExecutionRecord) -> Result<String, (String, String)> {
         program::program_json(&record.source, &record.tools, &self.config.limits)
     }
@@ -424,27 +420,11 @@ impl Engine {
         record: &mut ExecutionRecord,
         program_json: String,
     ) -> Result<Step, EngineError> {
-        let limits = &self.config.limits;
-        let job = StartJob {
-            program_json,
-            seed: record.seed,
-            clock0: record.clock0,
-            replay: record.rounds.clone(),
-            recorded_stdout: record.stdout.clone(),
-            recorded_stderr: record.stderr.clone(),
-            files: record.files.clone(),
-            limits: ChildLimits {
-                budget_ms: self.remaining_ms(record),
-                grace_ms: limits.grace_ms,
-                stdout_cap: limits.stdout_cap,
-                stderr_cap: limits.stderr_cap,
-                max_input_bytes: limits.max_input_bytes,
-            },
-        };
+        let job = start_job(record, program_json, &self.config.limits);
         let replay_allowance = if record.rounds.is_empty() {
             Duration::ZERO
         } else {
-            Duration::from_millis(record.used_ms.saturating_mul(2) + 2000)
+            Duration::from_millis(record.used_ms.saturating_mul(2).saturating_add(2000))
         };
         let message = ToChild::Start(Box::new(job));
         for _attempt in 0..2 {
@@ -474,9 +454,11 @@ impl Engine {
         mut child: ChildProc,
         allowance: Duration,
     ) -> Step {
-        let deadline =
-            Duration::from_millis(self.remaining_ms(record) + self.config.limits.grace_ms + 250)
-                + allowance;
+        let deadline = Duration::from_millis(
+            remaining_ms(record)
+                .saturating_add(self.config.limits.grace_ms)
+                .saturating_add(250),
+        ) + allowance;
         let started = Instant::now();
         if let Ok(mut running) = self.running.lock() {
             running.insert(record.id, child.pid);
@@ -643,5 +625,31 @@ fn parse_frame(frame_json: &str) -> FrameSummary {
         function: value["function"].as_str().unwrap_or_default().to_owned(),
         line: value["line"].as_u64().unwrap_or(0) as u32,
         locals: value["locals"].as_str().unwrap_or("{}").to_owned(),
+    }
+}
+
+/// Run time left to an execution, milliseconds.
+fn remaining_ms(record: &ExecutionRecord) -> u64 {
+    record.timeout_ms.saturating_sub(record.used_ms)
+}
+
+/// The job a fresh child gets for `record`: its program, and the journal to
+/// replay before going live (empty for a first run).
+pub fn start_job(record: &ExecutionRecord, program_json: String, limits: &ExecLimits) -> StartJob {
+    StartJob {
+        program_json,
+        seed: record.seed,
+        clock0: record.clock0,
+        replay: record.rounds.clone(),
+        recorded_stdout: record.stdout.clone(),
+        recorded_stderr: record.stderr.clone(),
+        files: record.files.clone(),
+        limits: ChildLimits {
+            budget_ms: remaining_ms(record),
+            grace_ms: limits.grace_ms,
+            stdout_cap: limits.stdout_cap,
+            stderr_cap: limits.stderr_cap,
+            max_input_bytes: limits.max_input_bytes,
+        },
     }
 }

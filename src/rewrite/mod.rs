@@ -204,16 +204,21 @@ fn contains_word(source: &str, word: &str) -> bool {
     })
 }
 
+/// The 1-based line of `offset`, counting line breaks as Python does:
+/// `\n`, `\r\n` and a lone `\r`.
 fn line_of(source: &str, offset: usize) -> usize {
-    source.as_bytes()[..offset.min(source.len())]
+    let before = &source.as_bytes()[..offset.min(source.len())];
+    let breaks = before
         .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
+        .enumerate()
+        .filter(|&(at, &b)| b == b'\n' || (b == b'\r' && before.get(at + 1) != Some(&b'\n')))
+        .count();
+    breaks + 1
 }
 
+/// The 0-based column (in characters) of `offset` in its line.
 fn column_of(source: &str, offset: usize) -> usize {
-    let line_start = source[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let line_start = source[..offset].rfind(['\n', '\r']).map_or(0, |i| i + 1);
     source[line_start..offset].chars().count()
 }
 

@@ -61,6 +61,16 @@ fn callee_is_replaced_in_place() {
     assert_eq!(rewritten.sites[1].tool, 1);
 }
 
+/// Found by the `rewriter` fuzz target: a lone `\r` is a line break to
+/// Python, so it must count for the sites' lines and columns.
+#[test]
+fn every_python_line_break_counts_for_lines_and_columns() {
+    let source = "x = 1\ry = 2\r\nif x:\n    w = get_weather('a')\r    v = search('b')\n";
+    let rewritten = rewrite(source, &bindings()).unwrap();
+    let at: Vec<(usize, usize)> = rewritten.sites.iter().map(|s| (s.line, s.col)).collect();
+    assert_eq!(at, vec![(4, 8), (5, 8)]);
+}
+
 #[test]
 fn bound_names_are_not_tools() {
     let source = "def search(q):\n    return q\nprint(search(1))\nfor tools in []: pass\ntools.get_weather(1)\n";

@@ -30,6 +30,17 @@ pub fn engine() -> Arc<Engine> {
     engine_with(|_| {})
 }
 
+/// A runtime for tests that drive the engine from synchronous code (a
+/// proptest body), and an engine made inside it.
+pub fn runtime_with_engine() -> (tokio::runtime::Runtime, Arc<Engine>) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"));
+    let engine = runtime.block_on(async { engine() });
+    (runtime, engine)
+}
+
 /// An engine with adjusted configuration.
 pub fn engine_with(adjust: impl FnOnce(&mut EngineConfig)) -> Arc<Engine> {
     let mut config = EngineConfig::new(PathBuf::from(env!("CARGO_BIN_EXE_baton")));
@@ -122,6 +133,31 @@ pub struct OracleRun {
     pub rounds: Vec<Vec<OracleCall>>,
 }
 
+impl OracleRun {
+    /// The calls of every round: tool name and input.
+    pub fn calls(&self) -> Vec<Vec<(String, Value)>> {
+        self.rounds
+            .iter()
+            .map(|round| {
+                round
+                    .iter()
+                    .map(|c| (c.tool.clone(), c.input.clone()))
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+/// How a run that ended at `step` ended: `None` when completed, else its
+/// error line.
+pub fn final_error(step: Step) -> Option<String> {
+    match step {
+        Step::Completed => None,
+        Step::Failed(error) => Some(error),
+        Step::Paused(_) => Some("still paused".into()),
+    }
+}
+
 /// One call the oracle answered.
 pub struct OracleCall {
     pub tool: String,
@@ -129,14 +165,24 @@ pub struct OracleCall {
     pub result: CallResult,
 }
 
-/// Runs a program under CPython with the same runtime, seed and clock.
+/// Runs a program under CPython with the same runtime, seed and clock,
+/// tools answered by `tests/oracle/answers.py`.
 pub fn oracle(program_json: &str, seed: [u8; 32]) -> OracleRun {
-    let request = serde_json::json!({
+    oracle_answering(program_json, seed, None)
+}
+
+/// Runs a program under CPython; with `table`, the n-th call gets entry n
+/// modulo its length (`{"ok", "value", "message"}`, see the harness).
+pub fn oracle_answering(program_json: &str, seed: [u8; 32], table: Option<&Value>) -> OracleRun {
+    let mut request = serde_json::json!({
         "program": serde_json::from_str::<Value>(program_json).unwrap_or(Value::Null),
         "seed": hex::encode(seed),
         "wall0": WALL0,
         "step": STEP,
     });
+    if let Some(table) = table {
+        request["answer_table"] = table.clone();
+    }
     let mut child = Command::new("python3")
         .arg(root().join("tests/oracle/harness.py"))
         .stdin(Stdio::piped())

@@ -1,10 +1,13 @@
 """The CPython 3.11 oracle: runs a program exactly as a baton child would
 (same rewrite, same runtime shim, same clock, same entropy stream), with tool
-answers computed in-process by `answers.answer`.
+answers computed in-process by `answers.answer`, or taken from a table.
 
 Reads one JSON object on stdin:
   {"program": <the JSON `baton program` prints>, "seed": "<64 hex>",
-   "wall0": float, "step": float}
+   "wall0": float, "step": float,
+   "answer_table": optional [{"ok": bool, "value": any, "message": str}...]}
+With a table, the n-th call of the run (counting from 0 over all rounds)
+gets entry n modulo its length (the differential fuzzer's answers).
 Writes one JSON object on stdout:
   {"stdout", "stderr", "error" (null when completed),
    "rounds": [[{"tool", "input" (JSON text), "ok", "payload"}...]...]}
@@ -50,8 +53,10 @@ def _plain(value, depth):
 
 
 class FakeBaton(types.ModuleType):
-    def __init__(self, seed, wall0, step):
+    def __init__(self, seed, wall0, step, table=None):
         super().__init__("_baton")
+        self.table = table
+        self.calls = 0
         self.seed = seed
         self.counter = 0
         self.pool = b""
@@ -98,10 +103,17 @@ class FakeBaton(types.ModuleType):
         out, self.pool = self.pool[:n], self.pool[n:]
         return out
 
+    def answer(self, tool, arguments):
+        if self.table is None:
+            return answers.answer(tool, arguments)
+        entry = self.table[self.calls % len(self.table)]
+        self.calls += 1
+        return (True, entry["value"]) if entry["ok"] else (False, entry["message"])
+
     def pause(self, sites, tools, inputs, lines, frame):
         log, results = [], []
         for tool, text in zip(tools, inputs):
-            ok, value = answers.answer(tool, json.loads(text))
+            ok, value = self.answer(tool, json.loads(text))
             payload = json.dumps(value) if ok else value
             log.append({"tool": tool, "input": text, "ok": ok, "payload": payload})
             results.append((ok, payload))
@@ -118,7 +130,8 @@ class FakeBaton(types.ModuleType):
 def main():
     request = json.load(sys.stdin)
     real_stdout = sys.stdout
-    fake = FakeBaton(bytes.fromhex(request["seed"]), request["wall0"], request["step"])
+    fake = FakeBaton(bytes.fromhex(request["seed"]), request["wall0"], request["step"],
+                     request.get("answer_table"))
     sys.modules["_baton"] = fake
     import json as _json, re, datetime, math, statistics, random, collections  # noqa: F401
     import itertools, functools, string, textwrap, decimal, fractions, heapq  # noqa: F401

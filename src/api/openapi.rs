@@ -1,0 +1,126 @@
+//! The OpenAPI 3.1 description of the HTTP API, served at `/openapi.json`.
+//!
+//! Derived with utoipa from the handlers' annotations and the request and
+//! response types themselves (`views`, `request`), so it describes what the
+//! code sends and accepts. Every protocol route is listed twice, bare and
+//! under `/v1`, as the router serves it.
+//!
+//! Invariant: every status a route can answer is listed with its body;
+//! `tests/http_api.rs` and the schemathesis run in `.ci/run` hold the server
+//! to it.
+
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{OpenApi as Document, PathItem};
+use utoipa::{IntoResponses, Modify, OpenApi};
+
+use super::views::ErrorView;
+
+/// Error answers every authenticated route may give.
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub enum Failures {
+    /// A malformed or invalid request: the `error` line says what.
+    #[response(status = 400)]
+    BadRequest(ErrorView),
+    /// No API key, or an unknown one.
+    #[response(status = 401)]
+    Unauthorized(ErrorView),
+    /// No such execution, file or endpoint (another key's answer the same).
+    #[response(status = 404)]
+    NotFound(ErrorView),
+    /// The round was continued already, is being continued, or was cancelled.
+    #[response(status = 409)]
+    Conflict(ErrorView),
+    /// The body is over the limit.
+    #[response(status = 413)]
+    TooLarge(ErrorView),
+    /// A stored record is corrupt.
+    #[response(status = 500)]
+    Corrupt(ErrorView),
+    /// The server cannot serve now (its store or sandbox failed).
+    #[response(status = 503)]
+    Unavailable(ErrorView),
+}
+
+/// The API's description.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "baton",
+        description = "Durable programmatic tool calling: Python that pauses at every tool call. \
+                       The wire contract is PROTOCOL.md."
+    ),
+    paths(
+        super::exec,
+        super::cancel,
+        super::inspect,
+        super::files::upload,
+        super::files::list,
+        super::files::download,
+        super::health,
+        super::metrics_text,
+        openapi_json,
+    ),
+    components(schemas(ErrorView)),
+    modifiers(&Security, &Versioned),
+    security(("api_key" = []), ("bearer" = []))
+)]
+pub struct ApiDoc;
+
+/// `GET /openapi.json`: this description.
+#[utoipa::path(
+    get,
+    path = "/openapi.json",
+    tag = "service",
+    security(()),
+    responses((status = 200, description = "The OpenAPI description", content_type = "application/json", body = Object))
+)]
+pub async fn openapi_json() -> axum::Json<Document> {
+    axum::Json(ApiDoc::openapi())
+}
+
+/// The two ways to present an API key.
+struct Security;
+
+impl Modify for Security {
+    fn modify(&self, openapi: &mut Document) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("x-api-key"))),
+        );
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// Adds the `/v1` copy of every protocol route.
+struct Versioned;
+
+/// Routes served only bare.
+const UNVERSIONED: &[&str] = &["/health", "/metrics", "/openapi.json"];
+
+impl Modify for Versioned {
+    fn modify(&self, openapi: &mut Document) {
+        let copies: Vec<(String, PathItem)> = openapi
+            .paths
+            .paths
+            .iter()
+            .filter(|(path, _)| !UNVERSIONED.contains(&path.as_str()))
+            .map(|(path, item)| (format!("/v1{path}"), versioned(item.clone())))
+            .collect();
+        openapi.paths.paths.extend(copies);
+    }
+}
+
+/// A route's copy with operation ids of its own.
+fn versioned(mut item: PathItem) -> PathItem {
+    for operation in [&mut item.get, &mut item.post].into_iter().flatten() {
+        if let Some(id) = &operation.operation_id {
+            operation.operation_id = Some(format!("v1_{id}"));
+        }
+    }
+    item
+}

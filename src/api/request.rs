@@ -1,0 +1,189 @@
+//! Decoding request bodies: the two shapes of `POST /exec/programmatic`
+//! (a start, or a continuation) and the cancel body.
+//!
+//! Pure functions of the body bytes (and the request id header), so that
+//! they are fuzzed directly (`fuzz/fuzz_targets/request.rs`).
+//!
+//! Invariants:
+//! - Any body decodes to a request or to [`ApiError::BadRequest`] /
+//!   [`ApiError::InvalidToken`] naming the problem; nothing panics.
+//! - A body is a continuation exactly when it holds a non-null
+//!   `continuation_token`; a continuation must carry `tool_results`.
+//! - A start's `code` is a non-blank string and its `timeout` is absent,
+//!   null, or 1000..=300000 milliseconds (default 60000).
+
+use serde::Deserialize;
+use serde_json::Value;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{OneOfBuilder, Ref, Schema};
+use utoipa::{PartialSchema, ToSchema};
+
+use super::error::ApiError;
+use crate::service::{FileRef, StartRequest, ToolResult};
+use crate::tools::{ToolDef, WireTool};
+
+/// Run-time budget of a start without `timeout`, milliseconds.
+pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
+/// The accepted `timeout` range, milliseconds.
+pub const TIMEOUT_RANGE_MS: std::ops::RangeInclusive<u64> = 1000..=300_000;
+
+/// A decoded `POST /exec/programmatic`.
+#[derive(Debug)]
+pub enum ExecRequest {
+    /// Run new code.
+    Start(StartRequest),
+    /// Continue a paused execution.
+    Continue {
+        /// The continuation token, unverified.
+        token: String,
+        /// The results, in the client's order.
+        results: Vec<ToolResult>,
+    },
+}
+
+/// Starts an execution.
+#[derive(Deserialize, ToSchema)]
+pub struct StartBody {
+    /// Python source; top-level `await` is allowed. Not blank.
+    #[schema(value_type = String, required = true, pattern = r"\S")]
+    code: Option<Value>,
+    /// The tools the code may call.
+    #[serde(default)]
+    tools: Option<Vec<WireTool>>,
+    /// Session for files (generated when absent).
+    #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9_-]{1,128}$")]
+    session_id: Option<String>,
+    /// Run-time budget over all rounds, milliseconds (default 60000).
+    #[serde(default)]
+    #[schema(value_type = Option<f64>, minimum = 1000, maximum = 300000)]
+    timeout: Option<Value>,
+    /// Session files to put under `/mnt/data`.
+    #[serde(default)]
+    files: Option<Vec<FileRef>>,
+}
+
+/// Continues a paused execution with the results of its round.
+#[derive(Deserialize, ToSchema)]
+pub struct ContinueBody {
+    /// The token of the last pause.
+    #[schema(value_type = String, required = true)]
+    continuation_token: Value,
+    /// One result per pending call, any order.
+    #[serde(default)]
+    #[schema(required = true)]
+    tool_results: Option<Vec<ToolResult>>,
+}
+
+/// Cancels the execution started with a request id.
+#[derive(Deserialize, ToSchema)]
+pub struct CancelBody {
+    /// The `x-librechat-code-request-id` of the start request.
+    request_id: String,
+}
+
+/// The body of `POST /exec/programmatic`: a start or a continuation (a body
+/// with a non-null `continuation_token` is a continuation).
+pub struct ExecBody;
+
+impl PartialSchema for ExecBody {
+    fn schema() -> RefOr<Schema> {
+        OneOfBuilder::new()
+            .item(Ref::from_schema_name(StartBody::name()))
+            .item(Ref::from_schema_name(ContinueBody::name()))
+            .into()
+    }
+}
+
+impl ToSchema for ExecBody {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        for (name, schema) in [
+            (StartBody::name(), StartBody::schema()),
+            (ContinueBody::name(), ContinueBody::schema()),
+        ] {
+            schemas.push((name.into_owned(), schema));
+        }
+        StartBody::schemas(schemas);
+        ContinueBody::schemas(schemas);
+    }
+}
+
+/// Parses JSON into `T`, or the contract's 400.
+fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::BadRequest(format!("invalid request body: {e}")))
+}
+
+/// Decodes an exec body; `request_id` is the client's request id header.
+pub fn decode_exec(body: &[u8], request_id: Option<&str>) -> Result<ExecRequest, ApiError> {
+    let value: Value = parse_json(body)?;
+    if !value.is_object() {
+        return Err(ApiError::BadRequest(
+            "invalid request body: expected a JSON object".into(),
+        ));
+    }
+    if value
+        .get("continuation_token")
+        .is_some_and(|t| !t.is_null())
+    {
+        continuation(parse_json(body)?)
+    } else {
+        start(parse_json(body)?, request_id).map(ExecRequest::Start)
+    }
+}
+
+/// Decodes a cancel body: the request id to cancel.
+pub fn decode_cancel(body: &[u8]) -> Result<String, ApiError> {
+    parse_json::<CancelBody>(body).map(|body| body.request_id)
+}
+
+fn continuation(body: ContinueBody) -> Result<ExecRequest, ApiError> {
+    let token = body
+        .continuation_token
+        .as_str()
+        .ok_or(ApiError::InvalidToken)?
+        .to_owned();
+    let results = body.tool_results.ok_or_else(|| {
+        ApiError::BadRequest("tool_results is required with a continuation_token".into())
+    })?;
+    Ok(ExecRequest::Continue { token, results })
+}
+
+fn start(body: StartBody, request_id: Option<&str>) -> Result<StartRequest, ApiError> {
+    let code = match body.code {
+        Some(Value::String(code)) if !code.trim().is_empty() => code,
+        Some(Value::String(_)) => return Err(ApiError::BadRequest("code is empty".into())),
+        Some(_) => return Err(ApiError::BadRequest("code must be a string".into())),
+        None => return Err(ApiError::BadRequest("code is required".into())),
+    };
+    let tools: Vec<ToolDef> = body
+        .tools
+        .unwrap_or_default()
+        .into_iter()
+        .map(Into::into)
+        .collect();
+    Ok(StartRequest {
+        code,
+        tools,
+        session_id: body.session_id,
+        timeout_ms: timeout_ms(body.timeout)?,
+        request_id: request_id.map(str::to_owned),
+        files: body.files.unwrap_or_default(),
+    })
+}
+
+fn timeout_ms(timeout: Option<Value>) -> Result<u64, ApiError> {
+    let Some(value) = timeout.filter(|t| !t.is_null()) else {
+        return Ok(DEFAULT_TIMEOUT_MS);
+    };
+    let range = *TIMEOUT_RANGE_MS.start() as f64..=*TIMEOUT_RANGE_MS.end() as f64;
+    value
+        .as_f64()
+        .filter(|t| range.contains(t))
+        .map(|t| t as u64)
+        .ok_or_else(|| {
+            ApiError::BadRequest(
+                "timeout must be a number of milliseconds from 1000 to 300000".into(),
+            )
+        })
+}

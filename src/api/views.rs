@@ -1,0 +1,305 @@
+//! The JSON bodies the API answers with, as types.
+//!
+//! Every response body the handlers send is one of these, and the OpenAPI
+//! description (`/openapi.json`) is derived from the same types, so the
+//! served schema cannot drift from what is sent.
+//!
+//! Invariant: field names and shapes are `PROTOCOL.md`'s; a field added here
+//! is a field added to the wire contract.
+
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::journal::{CallRecord, ExecutionRecord};
+use crate::service::{ExecState, Reply};
+use crate::workspace::{FileMeta, MOUNT};
+
+/// A tool call the client must run.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolCallView {
+    /// The call's id, to be echoed as `tool_results[].call_id`.
+    pub id: String,
+    /// The tool's original name, as the start request declared it.
+    pub name: String,
+    /// Keyword arguments by name (positional ones named through the schema).
+    pub input: Value,
+}
+
+impl From<&CallRecord> for ToolCallView {
+    fn from(call: &CallRecord) -> Self {
+        Self {
+            id: call.id.clone(),
+            name: call.tool.clone(),
+            input: serde_json::from_str(&call.input).unwrap_or_default(),
+        }
+    }
+}
+
+/// A file the code created or changed.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProducedFileView {
+    /// File id, for `/download/{session_id}/{id}`.
+    pub id: String,
+    /// Path under `/mnt/data`.
+    pub name: String,
+    /// Absolute path the code used.
+    pub path: String,
+    /// Session the file is kept in.
+    pub session_id: String,
+    /// Bytes.
+    pub size: u64,
+}
+
+impl From<&FileMeta> for ProducedFileView {
+    fn from(file: &FileMeta) -> Self {
+        Self {
+            id: file.id.clone(),
+            name: file.name.clone(),
+            path: format!("{MOUNT}/{}", file.name),
+            session_id: file.session_id.clone(),
+            size: file.size,
+        }
+    }
+}
+
+/// A stored session file.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FileView {
+    /// File id.
+    pub id: String,
+    /// Path under `/mnt/data`.
+    pub name: String,
+    /// Session.
+    pub session_id: String,
+    /// Bytes.
+    pub size: u64,
+    /// Unix seconds.
+    pub created: u64,
+}
+
+impl From<&FileMeta> for FileView {
+    fn from(file: &FileMeta) -> Self {
+        Self {
+            id: file.id.clone(),
+            name: file.name.clone(),
+            session_id: file.session_id.clone(),
+            size: file.size,
+            created: file.created,
+        }
+    }
+}
+
+/// A session's files (`/upload`, `/files/{session_id}`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FilesView {
+    /// The session.
+    pub session_id: String,
+    /// Its files.
+    pub files: Vec<FileView>,
+}
+
+impl FilesView {
+    /// The view of `files` in `session_id`.
+    pub fn new(session_id: String, files: &[FileMeta]) -> Self {
+        Self {
+            session_id,
+            files: files.iter().map(FileView::from).collect(),
+        }
+    }
+}
+
+/// The answer to `POST /exec/programmatic`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum ExecReply {
+    /// The code waits on tool calls.
+    ToolCallRequired {
+        /// Execution id, for `/executions/{id}`.
+        execution_id: String,
+        /// Session.
+        session_id: String,
+        /// Token for the next continuation.
+        continuation_token: String,
+        /// Every call pending now: one round.
+        tool_calls: Vec<ToolCallView>,
+    },
+    /// The code ran to its end.
+    Completed {
+        /// Execution id.
+        execution_id: String,
+        /// Session.
+        session_id: String,
+        /// Everything printed.
+        stdout: String,
+        /// Everything written to stderr.
+        stderr: String,
+        /// Files created or changed under `/mnt/data`.
+        files: Vec<ProducedFileView>,
+    },
+    /// The code failed (an uncaught exception, a limit, a timeout).
+    Error {
+        /// Execution id.
+        execution_id: String,
+        /// Session.
+        session_id: String,
+        /// One line: the exception or the limit.
+        error: String,
+        /// Everything printed before the failure.
+        stdout: String,
+        /// Stderr, with the traceback.
+        stderr: String,
+    },
+}
+
+impl From<Reply> for ExecReply {
+    fn from(reply: Reply) -> Self {
+        match reply {
+            Reply::Paused {
+                execution_id,
+                session_id,
+                token,
+                calls,
+            } => Self::ToolCallRequired {
+                execution_id,
+                session_id,
+                continuation_token: token,
+                tool_calls: calls.iter().map(ToolCallView::from).collect(),
+            },
+            Reply::Ended {
+                execution_id,
+                session_id,
+                error: None,
+                stdout,
+                stderr,
+                files,
+            } => Self::Completed {
+                execution_id,
+                session_id,
+                stdout,
+                stderr,
+                files: files.iter().map(ProducedFileView::from).collect(),
+            },
+            Reply::Ended {
+                execution_id,
+                session_id,
+                error: Some(error),
+                stdout,
+                stderr,
+                ..
+            } => Self::Error {
+                execution_id,
+                session_id,
+                error,
+                stdout,
+                stderr,
+            },
+        }
+    }
+}
+
+/// The answer to a cancel.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CancelView {
+    /// Always `cancelled`.
+    pub status: &'static str,
+    /// The request id that was cancelled.
+    pub request_id: String,
+}
+
+/// Every error response.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorView {
+    /// Always `error`.
+    pub status: &'static str,
+    /// One line saying what was wrong.
+    pub error: String,
+}
+
+impl ErrorView {
+    /// The error body saying `error`.
+    pub fn new(error: impl Into<String>) -> Self {
+        Self {
+            status: "error",
+            error: error.into(),
+        }
+    }
+}
+
+/// `GET /health`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HealthView {
+    /// Always `ok`.
+    pub status: &'static str,
+    /// Children parked at a pause.
+    pub parked: usize,
+    /// Pre-forked children waiting for work.
+    pub idle_children: usize,
+}
+
+/// Where a paused execution's code stands.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FrameView {
+    /// The function the first pending call was made from.
+    pub function: String,
+    /// Its line.
+    pub line: u32,
+    /// Its locals that render as JSON (values truncated).
+    pub locals: Value,
+}
+
+/// `GET /executions/{id}`: an execution as operators see it. The fields
+/// after `expires_at` are there while it runs or is paused (its record is
+/// dropped when it ends); `pending_calls` and `frame` are null unless it is
+/// paused.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExecutionView {
+    /// Execution id.
+    pub execution_id: String,
+    /// `running`, `paused`, `completed`, `failed` or `cancelled`.
+    pub status: String,
+    /// Pauses so far.
+    pub round: u32,
+    /// Unix seconds after which it may be swept.
+    pub expires_at: u64,
+    /// Session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Run-time budget, milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Run time used, milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub used_ms: Option<u64>,
+    /// Bytes printed so far.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stdout_bytes: Option<usize>,
+    /// The calls it waits on.
+    pub pending_calls: Option<Vec<ToolCallView>>,
+    /// Where its code stands.
+    pub frame: Option<FrameView>,
+}
+
+impl ExecutionView {
+    /// The view of the execution `id_hex` in `state`, with its record when
+    /// it is running or paused.
+    pub fn new(id_hex: &str, state: &ExecState, record: Option<&ExecutionRecord>) -> Self {
+        let pending = record.and_then(|r| r.pending.as_ref());
+        Self {
+            execution_id: id_hex.to_owned(),
+            status: format!("{:?}", state.status).to_lowercase(),
+            round: state.round,
+            expires_at: state.expires_at,
+            session_id: record.map(|r| r.session_id.clone()),
+            timeout_ms: record.map(|r| r.timeout_ms),
+            used_ms: record.map(|r| r.used_ms),
+            stdout_bytes: record.map(|r| r.stdout.len()),
+            pending_calls: pending.map(|p| p.calls.iter().map(ToolCallView::from).collect()),
+            frame: pending.map(|p| FrameView {
+                function: p.frame.function.clone(),
+                line: p.frame.line,
+                locals: serde_json::from_str(&p.frame.locals).unwrap_or_default(),
+            }),
+        }
+    }
+}
