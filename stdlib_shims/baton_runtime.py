@@ -734,7 +734,7 @@ def run(program_json):
     )
     try:
         g = _globals_for(program)
-        code = compile(program["source"], FILENAME, "exec", flags=PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+        code = _baton.compile(compile, program["source"], FILENAME, PyCF_ALLOW_TOP_LEVEL_AWAIT)
         _run_code(code, g)
     except SystemExit as e:
         if e.code not in (None, 0):

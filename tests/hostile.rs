@@ -378,6 +378,13 @@ const STOPPED: &[(&str, &str, &str)] = &[
         "Invalid workspace file name \"../../etc/cron.d/x\"",
     ),
     (
+        // A RustPython bug: its compiler panics on this source. The panic
+        // must end the child at once, not leave it to the clock.
+        "source that makes the interpreter panic",
+        "exec(\"'a\\xe9\")\n",
+        "Execution crashed: the interpreter process died",
+    ),
+    (
         "stderr flood",
         "import sys\nwhile True:\n    sys.stderr.write('y' * 10000)\n",
         "stderr length exceeded",

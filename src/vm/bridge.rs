@@ -1,5 +1,6 @@
 //! `_baton`: the native module through which the Python runtime reaches the
-//! child's [`Host`]: pauses, output, the virtual clock, entropy.
+//! child's [`Host`]: pauses, output, the virtual clock, entropy, and a
+//! compile that survives the interpreter's panics.
 //!
 //! Invariant: the interpreter of a child runs on one thread, and the host is
 //! installed in that thread's slot before any program code runs; a call made
@@ -66,6 +67,28 @@ pub fn control_exception(
     }
 }
 
+/// The exception for a source whose compile panicked: the compiler's own
+/// `SyntaxError` for it, or a `SystemError` naming the panic when the
+/// compiler (alone) accepts it or panics too.
+fn compile_panic_error(
+    source: &str,
+    filename: &str,
+    panic: &str,
+    vm: &VirtualMachine,
+) -> rustpython_vm::builtins::PyBaseExceptionRef {
+    use rustpython_vm::compiler::{CompileOpts, Mode, compile};
+    let opts = CompileOpts {
+        allow_top_level_await: true,
+        ..CompileOpts::default()
+    };
+    match crate::vm::panics::catch(|| compile(source, Mode::Exec, filename, opts)) {
+        Ok(Err(error)) => vm.new_syntax_error(&error, Some(source)),
+        _ => vm.new_system_error(format!(
+            "the interpreter failed to compile this program: {panic}"
+        )),
+    }
+}
+
 #[pymodule]
 pub mod _baton {
     use super::*;
@@ -116,6 +139,38 @@ pub mod _baton {
     fn sleep(secs: f64) {
         if with_host(|host| host.sleep(secs)).is_none() {
             WARMUP.with(|w| w.borrow_mut().0.advance(secs));
+        }
+    }
+
+    /// `compile_fn(source, filename, "exec", flags, True)`, where
+    /// `compile_fn` is the builtin `compile`. Some invalid sources make the
+    /// interpreter's compiler panic (an unterminated string ending in a
+    /// non-ASCII character panics its escape-warning pass); then the error
+    /// is the `SyntaxError` the compiler itself gives for the source, without
+    /// that pass, as `compile` would have raised it.
+    #[pyfunction]
+    fn compile(
+        compile_fn: PyObjectRef,
+        source: PyStrRef,
+        filename: PyStrRef,
+        flags: i32,
+        vm: &VirtualMachine,
+    ) -> PyResult {
+        let args = vec![
+            source.clone().into(),
+            filename.clone().into(),
+            vm.ctx.new_str("exec").into(),
+            vm.ctx.new_int(flags).into(),
+            vm.ctx.new_bool(true).into(),
+        ];
+        match crate::vm::panics::catch(|| compile_fn.call(args, vm)) {
+            Ok(compiled) => compiled,
+            Err(panic) => Err(compile_panic_error(
+                &source.as_wtf8().to_string_lossy(),
+                &filename.as_wtf8().to_string_lossy(),
+                &panic,
+                vm,
+            )),
         }
     }
 

@@ -543,8 +543,13 @@ fn describe_output_difference(stream: &str, expected: &str, got: &str) -> String
 
 /// Ends the child at once: no destructors, no interpreter finalization.
 pub fn exit_now() -> ! {
+    exit_with(0)
+}
+
+/// Ends the process at once with `status`, like [`exit_now`].
+pub fn exit_with(status: i32) -> ! {
     // SAFETY: _exit is async-signal-safe and never returns.
-    unsafe { libc::_exit(0) }
+    unsafe { libc::_exit(status) }
 }
 
 /// Starts the watchdog thread of this child. `interrupt` raises the time-limit

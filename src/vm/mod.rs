@@ -14,11 +14,13 @@
 //! - The interpreter runs on one thread with a 64 MiB stack; children continue
 //!   on that same thread, so deep recursion raises RecursionError instead of
 //!   overflowing.
-//! - A child never returns into the zygote's loop: it ends with `_exit`.
+//! - A child never returns into the zygote's loop: it ends with `_exit`,
+//!   also on a panic of the interpreter (see [`panics`]).
 
 pub mod bridge;
 pub mod host;
 pub mod oom;
+pub mod panics;
 pub mod to_json;
 
 use std::io::{self, Read};
@@ -226,6 +228,7 @@ pub fn zygote_main(rlimits: ChildRlimits) -> ! {
         }
     };
     let confinement = Confinement { rlimits, root_fd };
+    panics::install_hook();
     let spawned = std::thread::Builder::new()
         .name("zygote".into())
         .stack_size(64 << 20)

@@ -1,0 +1,3 @@
+w = await get_weather(city="Zürich")
+print("Température à Zürich: 20°
+print(w)
