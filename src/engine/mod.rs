@@ -523,6 +523,8 @@ impl Engine {
                 Step::Failed("Out of memory".into())
             }
             Ok(Err(FrameError::Closed)) => {
+                // Killed, or ended by an interpreter panic (src/vm/panics.rs).
+                tracing::warn!(execution = %record.id_hex(), "the interpreter process died");
                 Step::Failed(format!("{CRASHED} the interpreter process died"))
             }
             Ok(Err(error)) => {

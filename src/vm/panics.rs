@@ -8,7 +8,9 @@
 //! whole time budget and then report a time-out. Here:
 //!
 //! - An uncaught panic ends the whole process at once (`_exit`), after one
-//!   line on stderr; the server sees its socket close and reports the crash.
+//!   line on stderr (the zygote's is the server's; a child's is
+//!   `/dev/null`); the server sees the child's socket close, logs it and
+//!   answers `Execution crashed`.
 //! - [`catch`] runs a closure with panics caught, for the few places where
 //!   the runtime knows a better answer than a crash (see
 //!   `_baton.compile` in [`crate::vm::bridge`]).
