@@ -135,8 +135,30 @@ fn reference_count(source: &str, bindings: &[ToolBinding]) -> Option<usize> {
     Some(expected)
 }
 
+/// The lines of `text` as Python counts them: `\r\n`, a lone `\r` and `\n`
+/// each end one line.
 fn lines(text: &str) -> Vec<&str> {
-    text.split(['\n', '\r']).collect()
+    let mut lines = Vec::new();
+    let mut start = 0;
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        match bytes[at] {
+            b'\r' if bytes.get(at + 1) == Some(&b'\n') => {
+                lines.push(&text[start..at]);
+                at += 2;
+                start = at;
+            }
+            b'\r' | b'\n' => {
+                lines.push(&text[start..at]);
+                at += 1;
+                start = at;
+            }
+            _ => at += 1,
+        }
+    }
+    lines.push(&text[start..]);
+    lines
 }
 
 fuzz_target!(|data: &[u8]| {
