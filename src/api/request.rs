@@ -176,14 +176,14 @@ fn timeout_ms(timeout: Option<Value>) -> Result<u64, ApiError> {
     let Some(value) = timeout.filter(|t| !t.is_null()) else {
         return Ok(DEFAULT_TIMEOUT_MS);
     };
-    let range = *TIMEOUT_RANGE_MS.start() as f64..=*TIMEOUT_RANGE_MS.end() as f64;
+    let (low, high) = (*TIMEOUT_RANGE_MS.start(), *TIMEOUT_RANGE_MS.end());
     value
         .as_f64()
-        .filter(|t| range.contains(t))
+        .filter(|t| (low as f64..=high as f64).contains(t))
         .map(|t| t as u64)
         .ok_or_else(|| {
-            ApiError::BadRequest(
-                "timeout must be a number of milliseconds from 1000 to 300000".into(),
-            )
+            ApiError::BadRequest(format!(
+                "timeout must be a number of milliseconds from {low} to {high}"
+            ))
         })
 }
