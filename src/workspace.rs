@@ -68,28 +68,80 @@ pub enum WorkspaceError {
     Corrupt(String),
 }
 
-/// Checks a path under `/mnt/data` (relative, `/`-separated); returns it.
-pub fn check_name(name: &str) -> Result<&str, WorkspaceError> {
-    let invalid = |why: &str| {
-        Err(WorkspaceError::Invalid(format!(
-            "invalid file name {name:?}: {why}"
-        )))
-    };
+/// Why a name under `/mnt/data` is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NameProblem {
+    /// Empty, or longer than [`MAX_PATH`] bytes.
+    Length,
+    /// A path part longer than [`MAX_COMPONENT`] bytes.
+    PartTooLong,
+    /// A control character (tab, newline...) or a backslash.
+    Control,
+    /// A bidirectional-text control character (they make a name display as
+    /// another).
+    Bidi,
+    /// An empty part, or a part that is only dots once normalised (`..`,
+    /// `．．`).
+    Dots,
+}
+
+impl NameProblem {
+    /// Whether the name is refused for its length.
+    pub fn is_too_long(self) -> bool {
+        matches!(self, NameProblem::Length | NameProblem::PartTooLong)
+    }
+
+    fn explain(self) -> &'static str {
+        match self {
+            NameProblem::Length => "it must have 1 to 1024 bytes",
+            NameProblem::PartTooLong => "a path part is longer than 255 bytes",
+            NameProblem::Control => "control characters and backslashes are not allowed",
+            NameProblem::Bidi => "bidirectional text control characters are not allowed",
+            NameProblem::Dots => {
+                "empty path parts and parts made only of dots (`.`, `..`, `．．`) are not allowed"
+            }
+        }
+    }
+}
+
+/// Bidirectional-text controls: embeddings, overrides, isolates and marks.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{200E}' | '\u{200F}' | '\u{061C}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// The first rule a name under `/mnt/data` breaks, if any. This is the one
+/// implementation: the child's runtime asks it through `_baton.name_error`.
+pub fn name_problem(name: &str) -> Option<NameProblem> {
+    use unicode_normalization::UnicodeNormalization;
     if name.is_empty() || name.len() > MAX_PATH {
-        return invalid("it must have 1 to 1024 bytes");
+        return Some(NameProblem::Length);
     }
     if name.chars().any(|c| c.is_control() || c == '\\') {
-        return invalid("control characters and backslashes are not allowed");
+        return Some(NameProblem::Control);
+    }
+    if name.chars().any(is_bidi_control) {
+        return Some(NameProblem::Bidi);
     }
     for part in name.split('/') {
-        if part.is_empty() || part == "." || part == ".." {
-            return invalid("empty, `.` and `..` path parts are not allowed");
-        }
         if part.len() > MAX_COMPONENT {
-            return invalid("a path part is longer than 255 bytes");
+            return Some(NameProblem::PartTooLong);
+        }
+        if part.is_empty() || part.nfkc().all(|c| c == '.') {
+            return Some(NameProblem::Dots);
         }
     }
-    Ok(name)
+    None
+}
+
+/// Checks a path under `/mnt/data` (relative, `/`-separated); returns it.
+pub fn check_name(name: &str) -> Result<&str, WorkspaceError> {
+    match name_problem(name) {
+        None => Ok(name),
+        Some(problem) => Err(WorkspaceError::Invalid(format!(
+            "invalid file name {name:?}: {}",
+            problem.explain()
+        ))),
+    }
 }
 
 /// Checks a session id: 1 to 128 of `[A-Za-z0-9_-]`.

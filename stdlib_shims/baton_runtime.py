@@ -34,6 +34,12 @@ import posixpath
 import io
 import zlib
 import builtins
+import re
+import datetime
+import statistics
+import pprint
+import copy
+import decimal
 
 import _baton
 
@@ -205,31 +211,75 @@ def _reseed():
 
 # ---------------------------------------------------------------- tool calls
 
-_registry = []  # ToolCalls made and not yet sent, in the order they were made
+_registry = []  # calls awaited (or used) and not yet sent, in that order
+_unawaited = {}  # id -> call: coroutines made and never awaited nor used
+
+# A call's life: made (a coroutine), pending (in the registry: the next
+# pause sends it), done (answered), or withdrawn (cancelled or closed
+# before it was sent: it is never made).
+_MADE, _PENDING, _DONE, _WITHDRAWN = 0, 1, 2, 3
+
+#: Modules whose code handles coroutines as coroutines: when they look at a
+#: call (its class, its attributes, its repr), the call is not used as a value.
+_MACHINERY = ("asyncio", "inspect", "abc", "_py_abc", "_collections_abc", "collections.abc",
+              "types", "typing", "functools", "traceback", "linecache", "reprlib", "warnings",
+              "baton_runtime", "logging")
+
+
+def _asked_by_machinery(depth):
+    """Whether the Python code `depth` frames up is asyncio & co."""
+    try:
+        name = sys._getframe(depth + 1).f_globals.get("__name__", "")
+    except ValueError:
+        return False
+    return name.startswith(_MACHINERY)
 
 
 class ToolCall:
-    """One call of a tool. Registered when made; answered by a pause.
+    """One call of a tool, as the program sees it: a coroutine.
 
-    Awaiting it waits for its answer. Used as a value without `await` (a
-    deferred call collected in a list, say), it waits on the spot.
+    Making it calls nothing. Awaiting it, directly or as a task (`gather`,
+    `create_task`, `wait`, `as_completed`, `TaskGroup`), puts it in the
+    registry, and the next pause sends every registered call: calls awaited
+    together are one round. A task cancelled or a coroutine closed before its
+    pause withdraws the call. Used as a plain value (baton's extension for
+    code that forgets `await`), it is made on the spot and stands for its
+    result.
     """
 
-    __slots__ = ("site", "input", "frame", "_done", "_ok", "_value", "_waiters", "_gen")
+    __slots__ = ("site", "input", "frame", "_state", "_awaited", "_ok", "_value", "_waiters", "_gen")
 
     def __init__(self, site, tool_input, frame):
         self.site = site
         self.input = tool_input
         self.frame = frame
-        self._done = False
+        self._state = _MADE
+        self._awaited = False
         self._ok = False
         self._value = None
         self._waiters = []
         self._gen = None
-        _registry.append(self)
+        _unawaited[id(self)] = self
+
+    def _register(self):
+        if self._state in (_MADE, _WITHDRAWN):
+            _unawaited.pop(id(self), None)
+            self._state = _PENDING
+            _registry.append(self)
+
+    def _withdraw(self):
+        """Takes back a call that was not sent yet."""
+        _unawaited.pop(id(self), None)
+        if self._state == _PENDING:
+            for index, call in enumerate(_registry):
+                if call is self:
+                    del _registry[index]
+                    break
+        if self._state != _DONE:
+            self._state = _WITHDRAWN
 
     def _resolve(self, ok, value):
-        self._done, self._ok, self._value = True, ok, value
+        self._state, self._ok, self._value = _DONE, ok, value
         self.frame = None
         for fut in self._waiters:
             if not fut.done():
@@ -237,27 +287,35 @@ class ToolCall:
         self._waiters = []
 
     def result(self):
-        if not self._done:
+        """The call's value, making the call now if it was not made."""
+        if self._state != _DONE:
+            self._register()
             _flush()
         if self._ok:
             return self._value
         raise ToolError(self._value, self.site.tool)
 
     def __await__(self):
-        if not self._done:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                loop = None
+        if self._awaited:
+            raise RuntimeError("cannot reuse already awaited coroutine")
+        self._awaited = True
+        if self._state != _DONE:
+            self._register()
+            loop = asyncio.events._get_running_loop()
             if loop is None:
                 _flush()
             else:
                 fut = loop.create_future()
                 self._waiters.append(fut)
-                yield from fut
+                try:
+                    yield from fut
+                except BaseException:
+                    if self._state != _DONE:
+                        self._withdraw()
+                    raise
         return self.result()
 
-    # The coroutine protocol, so asyncio.create_task() accepts a deferred call.
+    # The coroutine protocol, as asyncio's tasks drive a coroutine.
     def send(self, value):
         if self._gen is None:
             self._gen = self.__await__()
@@ -265,17 +323,31 @@ class ToolCall:
 
     def throw(self, *exc):
         if self._gen is None:
+            # Thrown into before it started (a task cancelled before its
+            # first step): the tool is never called.
+            self._withdraw()
             self._gen = self.__await__()
         return self._gen.throw(*exc)
 
     def close(self):
         if self._gen is not None:
             self._gen.close()
+        elif self._state == _MADE:
+            self._withdraw()
 
-    # Used as a value: wait for the answer here.
+    def _coroutine_repr(self):
+        return "<coroutine object %s at %#x>" % (self.site.python, id(self))
+
+    # Looked at by the program, it is its value; by asyncio, a coroutine.
+    @property
+    def __class__(self):
+        if _asked_by_machinery(1):
+            return ToolCall
+        return type(self.result())
+
     def __getattr__(self, name):
-        if name.startswith("_"):
-            raise AttributeError(name)
+        if name.startswith("_") or name in _COROUTINE_ATTRIBUTES or _asked_by_machinery(1):
+            raise AttributeError("'coroutine' object has no attribute '%s'" % name)
         return getattr(self.result(), name)
 
     def __getitem__(self, key):
@@ -291,9 +363,13 @@ class ToolCall:
         return item in self.result()
 
     def __str__(self):
+        if _asked_by_machinery(1):
+            return self._coroutine_repr()
         return str(self.result())
 
     def __repr__(self):
+        if _asked_by_machinery(1):
+            return self._coroutine_repr()
         return repr(self.result())
 
     def __format__(self, spec):
@@ -303,9 +379,13 @@ class ToolCall:
         return bool(self.result())
 
     def __eq__(self, other):
+        if _asked_by_machinery(1):
+            return self is other
         return self.result() == other
 
     def __ne__(self, other):
+        if _asked_by_machinery(1):
+            return self is not other
         return self.result() != other
 
     def __lt__(self, other):
@@ -368,7 +448,17 @@ class ToolCall:
     def __reversed__(self):
         return reversed(self.result())
 
+    def __copy__(self):
+        return copy.copy(self.result())
+
+    def __deepcopy__(self, memo):
+        return copy.deepcopy(self.result(), memo)
+
     __hash__ = object.__hash__
+
+
+_COROUTINE_ATTRIBUTES = frozenset({"cr_await", "cr_code", "cr_frame", "cr_running", "cr_origin",
+                                   "cr_suspended", "gi_frame", "gi_running", "gi_code"})
 
 
 def _forward_binary(name, op):
@@ -383,7 +473,7 @@ def _forward_binary(name, op):
     setattr(ToolCall, "__r%s__" % name, reflected)
 
 
-# A deferred call used in arithmetic waits for its value (`rates[0] * 100`).
+# A call used in arithmetic stands for its value (`rates[0] * 100`).
 for _name, _op in (
     ("sub", operator.sub), ("mul", operator.mul), ("truediv", operator.truediv),
     ("floordiv", operator.floordiv), ("mod", operator.mod), ("pow", operator.pow),
@@ -393,18 +483,84 @@ for _name, _op in (
     _forward_binary(_name, _op)
 
 collections.abc.Coroutine.register(ToolCall)
+# asyncio asks `type(obj) in _iscoroutine_typecache` first: a call passes
+# without its class being looked at.
+asyncio.coroutines._iscoroutine_typecache.add(ToolCall)
+
+
+def _never_awaited():
+    """Warns, as CPython does, of every coroutine the program never awaited
+    (its tool was not called)."""
+    calls = [call for call in _unawaited.values() if call._state == _MADE]
+    _unawaited.clear()
+    for call in calls:
+        sys.stderr.write("%s:%d: RuntimeWarning: coroutine '%s' was never awaited (the tool was not called)\n"
+                         % (FILENAME, call.site.line, call.site.python))
+
+
+def _value(item):
+    return item.result() if type(item) is ToolCall else item
+
+
+def _values(data):
+    """`data` with every call in it (one level) replaced by its value."""
+    if type(data) is ToolCall:
+        data = data.result()
+    if type(data) in (list, tuple):
+        return [_value(item) for item in data]
+    if type(data) is dict:
+        return {key: _value(item) for key, item in data.items()}
+    if hasattr(data, "__next__"):
+        return (_value(item) for item in data)
+    return data
+
+
+def _deep_values(data, depth=0):
+    """`data` with calls replaced by their values, through plain containers."""
+    data = _value(data)
+    if depth > 50:
+        return data
+    if type(data) in (list, tuple):
+        return type(data)(_deep_values(item, depth + 1) for item in data)
+    if type(data) is dict:
+        return {key: _deep_values(item, depth + 1) for key, item in data.items()}
+    return data
+
+
+def _reading_values(function, unwrap):
+    """`function` with its positional arguments unwrapped first."""
+    def reading(*args, **kwargs):
+        return function(*[unwrap(arg) for arg in args], **kwargs)
+
+    reading.__name__ = reading.__qualname__ = function.__name__
+    reading.__doc__ = function.__doc__
+    return reading
+
+
+def _install_value_readers():
+    """Library functions that look at the exact type of their data read
+    calls used as values (statistics over a list of calls, pprint)."""
+    for name in getattr(statistics, "__all__", ()):
+        function = getattr(statistics, name, None)
+        if callable(function) and not isinstance(function, type):
+            setattr(statistics, name, _reading_values(function, _values))
+    for name in ("pprint", "pformat", "pp"):
+        function = getattr(pprint, name, None)
+        if function is not None:
+            setattr(pprint, name, _reading_values(function, _deep_values))
 
 
 class Site:
-    """The callable a rewritten call site names: `_ck[3](city="SF")`."""
+    """The callable a rewritten call site names: `_B[3](city="SF")`."""
 
-    __slots__ = ("id", "tool", "python", "params", "mode", "line", "max_input")
+    __slots__ = ("id", "tool", "python", "params", "optional", "mode", "line", "max_input")
 
-    def __init__(self, site_id, tool, python, params, mode, line, max_input):
+    def __init__(self, site_id, tool, python, params, required, mode, line, max_input):
         self.id = site_id
         self.tool = tool
         self.python = python
         self.params = params
+        self.optional = frozenset(p for p, needed in zip(params, required) if not needed)
         self.mode = mode
         self.line = line
         self.max_input = max_input
@@ -416,6 +572,9 @@ class Site:
         return call
 
     def _input(self, args, kwargs):
+        """The call's input as JSON text: positional arguments named in the
+        order of the tool's signature (required parameters first), optional
+        arguments given as None left out."""
         if len(args) > len(self.params):
             raise TypeError(
                 "%s() takes %d positional argument%s but %d %s given"
@@ -429,6 +588,10 @@ class Site:
             if name in tool_input:
                 raise TypeError("%s() got multiple values for argument '%s'" % (self.python, name))
             tool_input[name] = value
+        if self.optional:
+            for name in self.optional:
+                if name in tool_input and tool_input[name] is None:
+                    del tool_input[name]
         text = _baton.dumps(tool_input)
         try:
             if text is None:
@@ -500,20 +663,30 @@ _LOCALS_ENCODER = json.JSONEncoder()
 _hidden_names = set()
 
 
+_pausing = []  # non-empty while a pause is being made
+
+
 def _flush():
-    """Pause: send every unanswered call, wait for the answers, deliver them."""
-    batch = [call for call in _registry if not call._done]
+    """Pause: send every registered call, wait for the answers, deliver them."""
+    if _pausing:
+        # Looking at the frame must never need a call's value.
+        raise RuntimeError("baton: a tool call's value was needed while pausing")
+    batch = [call for call in _registry if call._state == _PENDING]
     del _registry[:]
     if not batch:
         return
-    frame = _frame_summary(batch[0].frame)
-    answers = _baton.pause(
-        [c.site.id for c in batch],
-        [c.site.tool for c in batch],
-        [c.input for c in batch],
-        [c.site.line for c in batch],
-        frame,
-    )
+    _pausing.append(True)
+    try:
+        frame = _frame_summary(batch[0].frame)
+        answers = _baton.pause(
+            [c.site.id for c in batch],
+            [c.site.tool for c in batch],
+            [c.input for c in batch],
+            [c.site.line for c in batch],
+            frame,
+        )
+    finally:
+        _pausing.clear()
     for call, (ok, payload) in zip(batch, answers):
         call._resolve(ok, json.loads(payload) if ok else payload)
 
@@ -614,6 +787,12 @@ def _install_loop():
 # ---------------------------------------------------------------- running a program
 
 
+#: Bound in every program's globals before it runs, as `import json` would
+#: bind them: the API design's pre-imported modules (LibreChat's tool
+#: description shows `await asyncio.gather(...)` with no import).
+PRE_IMPORTED = {"asyncio": asyncio, "json": json, "re": re, "datetime": datetime}
+
+
 class _Tools:
     """The `tools` namespace: `tools.get_weather(...)` outside rewritten sites."""
 
@@ -624,9 +803,9 @@ class _Tools:
         return "<tools: %s>" % ", ".join(sorted(self.__dict__))
 
 
-def _plain_site(tool, python, params, max_input):
+def _plain_site(tool, python, params, required, max_input):
     """A tool function for calls the rewrite did not see (aliases, getattr)."""
-    site = Site(-1, tool, python, params, DEFERRED, 0, max_input)
+    site = Site(-1, tool, python, params, required, DEFERRED, 0, max_input)
 
     def call(*args, **kwargs):
         frame = sys._getframe(1)
@@ -642,17 +821,20 @@ def _globals_for(program):
     tools = program["tools"]
     funcs = {}
     for t in tools:
-        funcs[t["python"]] = _plain_site(t["original"], t["python"], t["params"], max_input)
+        funcs[t["python"]] = _plain_site(t["original"], t["python"], t["params"], t["required"], max_input)
     sites = []
     for s in program["sites"]:
         t = tools[s["tool"]]
-        sites.append(Site(s["id"], t["original"], t["python"], t["params"], s["mode"], s["line"], max_input))
+        sites.append(Site(s["id"], t["original"], t["python"], t["params"], t["required"], s["mode"],
+                          s["line"], max_input))
     g = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
+    g.update(PRE_IMPORTED)
     g.update(funcs)
     if "tools" not in funcs:
         g["tools"] = _Tools(funcs)
     g[program["marker"]] = sites
     g["ToolError"] = ToolError
+    g["ToolExecutionError"] = ToolError
     _hidden_names.clear()
     _hidden_names.update(g)
     return g
@@ -732,11 +914,14 @@ def run(program_json):
         program.get("workspace_bytes", MAX_WORKSPACE_BYTES),
         program.get("workspace_files", MAX_WORKSPACE_FILES),
     )
+    del _registry[:]
+    _unawaited.clear()
     try:
         g = _globals_for(program)
-        code = _baton.compile(compile, program["source"], FILENAME, PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        code = _baton.compile(_real_compile, program["source"], FILENAME, "exec", PyCF_ALLOW_TOP_LEVEL_AWAIT)
         _run_code(code, g)
     except SystemExit as e:
+        _never_awaited()
         if e.code not in (None, 0):
             if not isinstance(e.code, int):
                 sys.stderr.write("%s\n" % (e.code,))
@@ -744,8 +929,11 @@ def run(program_json):
         _WS.finish()
         return None
     except BaseException as e:
+        if not isinstance(e, _ControlExit):
+            _never_awaited()
         _report(e)
         return _error_line(e)
+    _never_awaited()
     _WS.finish()
     return None
 
@@ -788,8 +976,24 @@ _WORKSPACE_OS = (
 MAX_RECURSION_LIMIT = 4000
 
 
+#: Third-party modules models reach for, with what to do instead. Code that
+#: imports one gets CPython's `ModuleNotFoundError` and that sentence.
+_DATA_HINT = "baton runs the Python standard library only: use lists and dicts, statistics, math, csv and json instead"
+_PLOT_HINT = "baton runs the Python standard library only and cannot draw: print the numbers or write a CSV to /mnt/data instead"
+_NETWORK_HINT = "code has no network access in baton: call the tools you were given instead"
+_UNAVAILABLE = {
+    **dict.fromkeys(("pandas", "numpy", "scipy", "sklearn", "polars", "statsmodels", "sympy",
+                     "networkx", "pyarrow", "openpyxl", "xlrd", "yaml", "dateutil", "pytz",
+                     "tabulate", "torch", "tensorflow", "jax", "numba"), _DATA_HINT),
+    **dict.fromkeys(("matplotlib", "seaborn", "plotly", "bokeh", "altair", "PIL", "cv2"), _PLOT_HINT),
+    **dict.fromkeys(("requests", "httpx", "aiohttp", "urllib3", "bs4", "lxml", "selenium",
+                     "websockets", "boto3", "openai", "anthropic"), _NETWORK_HINT),
+}
+
+
 class _Fence:
-    """First on sys.meta_path: refuses the blocked modules by name."""
+    """First on sys.meta_path: refuses the blocked modules by name, and
+    names what to use instead of a third-party module."""
 
     @staticmethod
     def find_spec(name, path=None, target=None):
@@ -799,6 +1003,10 @@ class _Fence:
                 "processes, signals or host files" % name,
                 name=name,
             )
+        top = name.partition(".")[0]
+        hint = _UNAVAILABLE.get(top)
+        if hint is not None:
+            raise ModuleNotFoundError("No module named %r. %s" % (top, hint), name=top)
         return None
 
 
@@ -849,10 +1057,11 @@ def _install_fence():
 # of the request's files and the code, so a replay rebuilds it exactly.
 
 MOUNT = "/mnt/data"
+#: The directories above the mount, each with its one entry: the workspace
+#: looks like a file system from the top.
+ANCESTORS = {"/": "mnt", "/mnt": "data"}
 MAX_WORKSPACE_BYTES = 32 << 20
 MAX_WORKSPACE_FILES = 1000
-_MAX_PART = 255
-_MAX_PATH = 1024
 
 
 class _Workspace:
@@ -871,7 +1080,8 @@ class _Workspace:
         self.open_files = []
 
     def resolve(self, path):
-        """The name under /mnt/data of `path` ("" for the mount itself)."""
+        """The name under /mnt/data of `path` ("" for the mount itself, or
+        one of `ANCESTORS` for `/` and `/mnt`)."""
         if isinstance(path, int):
             raise OSError(9, "Bad file descriptor")
         path = os.fspath(path)
@@ -882,15 +1092,18 @@ class _Workspace:
         full = posixpath.normpath(posixpath.join(MOUNT, path))
         if full == MOUNT:
             return ""
+        if full in ANCESTORS:
+            return full
         if not full.startswith(MOUNT + "/"):
             raise PermissionError(13, "Permission denied: only %s is available" % MOUNT, path)
         rel = full[len(MOUNT) + 1:]
-        if len(rel.encode()) > _MAX_PATH or any(len(p.encode()) > _MAX_PART for p in rel.split("/")):
-            raise OSError(36, "File name too long", path)
+        refused = _baton.name_error(rel)
+        if refused is not None:
+            raise OSError(refused[0], refused[1], path)
         return rel
 
     def is_dir(self, rel):
-        if rel == "" or rel in self.dirs:
+        if rel == "" or rel in ANCESTORS or rel in self.dirs:
             return True
         prefix = rel + "/"
         return any(name.startswith(prefix) for name in self.files) or any(d.startswith(prefix) for d in self.dirs)
@@ -907,6 +1120,8 @@ class _Workspace:
         self.files[rel] = bytes(data)
 
     def children(self, rel, path):
+        if rel in ANCESTORS:
+            return [ANCESTORS[rel]]
         if rel in self.files:
             raise NotADirectoryError(20, "Not a directory", path)
         if not self.is_dir(rel):
@@ -1091,7 +1306,9 @@ def _os_remove(path, *, dir_fd=None):
 
 def _os_rmdir(path, *, dir_fd=None):
     rel = _WS.resolve(path)
-    if rel == "" or not _WS.is_dir(rel):
+    if rel == "" or rel in ANCESTORS:
+        raise OSError(16, "Device or resource busy", path)
+    if not _WS.is_dir(rel):
         raise FileNotFoundError(2, "No such file or directory", path)
     if _WS.children(rel, path):
         raise OSError(39, "Directory not empty", path)
@@ -1100,6 +1317,8 @@ def _os_rmdir(path, *, dir_fd=None):
 
 def _os_rename(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
     a, b = _WS.resolve(src), _WS.resolve(dst)
+    if a in ANCESTORS or b in ANCESTORS or "" in (a, b):
+        raise OSError(16, "Device or resource busy", src)
     if a not in _WS.files:
         raise FileNotFoundError(2, "No such file or directory", src)
     _WS.parent_exists(b, dst)
@@ -1133,6 +1352,132 @@ def _install_workspace():
     os.chdir = _os_chdir
 
 
+# ---------------------------------------------------------------- CPython's answers
+#
+# Where RustPython's own text differs from CPython 3.11's and a program can
+# see it, the library answers as CPython does (the interpreter's arithmetic
+# errors are patched natively, see src/vm/fidelity.rs).
+
+_real_compile = builtins.compile
+_real_exec = builtins.exec
+_real_eval = builtins.eval
+
+
+def _compile(source, filename, mode, flags=0, dont_inherit=False, optimize=-1, **kwargs):
+    """`compile` whose parse and checks run on a stack sized for the source,
+    so no source can crash the interpreter process."""
+    if isinstance(source, (str, bytes, bytearray)) and not kwargs and optimize == -1:
+        if not isinstance(source, str):
+            source = bytes(source).decode("utf-8")
+        return _baton.compile(_real_compile, source, os.fspath(filename), mode, flags)
+    return _real_compile(source, filename, mode, flags, dont_inherit, optimize, **kwargs)
+
+
+def _compiled(source, mode):
+    if isinstance(source, (str, bytes, bytearray)):
+        if not isinstance(source, str):
+            source = bytes(source).decode("utf-8")
+        return _baton.compile(_real_compile, source, "<string>", mode, 0)
+    return source
+
+
+def _exec(source, globals=None, locals=None, /, **kwargs):
+    if globals is None:
+        frame = sys._getframe(1)
+        globals, locals = frame.f_globals, frame.f_locals if locals is None else locals
+    return _real_exec(_compiled(source, "exec"), globals, locals, **kwargs)
+
+
+def _eval(source, globals=None, locals=None, /):
+    if globals is None:
+        frame = sys._getframe(1)
+        globals, locals = frame.f_globals, frame.f_locals if locals is None else locals
+    if isinstance(source, str):
+        source = source.lstrip(" \t")
+    return _real_eval(_compiled(source, "eval"), globals, locals)
+
+
+_real_fsum = math.fsum
+
+
+def _fsum(iterable):
+    try:
+        return _real_fsum(iterable)
+    except OverflowError:
+        raise OverflowError("intermediate overflow in fsum") from None
+    except ValueError:
+        raise ValueError("-inf + inf in fsum") from None
+
+
+def _math_domain(function):
+    """A math function whose domain errors say `math domain error`, as in
+    CPython 3.11 (RustPython words them as CPython 3.14 does)."""
+    def checked(*args):
+        try:
+            return function(*args)
+        except ValueError as e:
+            if str(e).startswith("expected "):
+                raise ValueError("math domain error") from None
+            raise
+
+    checked.__name__ = checked.__qualname__ = function.__name__
+    checked.__doc__ = function.__doc__
+    return checked
+
+
+_MATH_DOMAIN = ("sqrt", "log", "log2", "log10", "log1p", "acos", "asin", "acosh", "atanh",
+                "sin", "cos", "tan", "gamma", "lgamma", "exp", "expm1", "pow", "fmod", "atan2",
+                "cosh", "sinh", "erf", "erfc")
+
+
+def _install_math():
+    math.fsum = _fsum
+    for name in _MATH_DOMAIN:
+        function = getattr(math, name, None)
+        if function is not None:
+            setattr(math, name, _math_domain(function))
+
+
+#: CPython's `decimal` (the C one) lists signals in this order and keeps
+#: flags and traps as booleans; the pure-Python one used here keeps 0/1.
+_SIGNAL_ORDER = ("InvalidOperation", "FloatOperation", "DivisionByZero", "Overflow", "Underflow",
+                 "Subnormal", "Inexact", "Rounded", "Clamped")
+
+
+class _SignalDict(dict):
+    """Flags and traps of a decimal context: booleans, in CPython's order."""
+
+    def __init__(self, values=()):
+        values = dict(values)
+        ordered = sorted(values, key=lambda s: _SIGNAL_ORDER.index(s.__name__)
+                         if s.__name__ in _SIGNAL_ORDER else len(_SIGNAL_ORDER))
+        super().__init__((signal, bool(values[signal])) for signal in ordered)
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, bool(value))
+
+    def copy(self):
+        return _SignalDict(self)
+
+
+def _install_decimal():
+    context = decimal.Context
+    real_init = context.__dict__.get("__init__")
+    if not isinstance(real_init, type(_install_decimal)):
+        return  # the C decimal (the CPython oracle): already as CPython.
+
+    def __init__(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        object.__setattr__(self, "flags", _SignalDict(self.flags))
+        object.__setattr__(self, "traps", _SignalDict(self.traps))
+
+    context.__init__ = __init__
+    for current in (decimal.getcontext(), decimal.DefaultContext, decimal.BasicContext,
+                    decimal.ExtendedContext):
+        object.__setattr__(current, "flags", _SignalDict(current.flags))
+        object.__setattr__(current, "traps", _SignalDict(current.traps))
+
+
 def install():
     """Once per interpreter, before any program: patch the modules."""
     _install_time()
@@ -1141,3 +1486,9 @@ def install():
     json.JSONEncoder.default = _encoder_default
     _install_fence()
     _install_workspace()
+    _install_value_readers()
+    _install_math()
+    _install_decimal()
+    builtins.compile = _compile
+    builtins.exec = _exec
+    builtins.eval = _eval

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use baton::engine::program::program_json;
 use baton::engine::{Engine, ExecLimits};
 use baton::journal::CallResult;
-use common::{final_error, oracle_answering, run_to_end, spec, tools};
+use common::{OracleMode, final_error, oracle_answering, run_to_end, spec, tools};
 use generator::{Answer, Case, TOOLS};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use serde_json::Value;
@@ -55,7 +55,12 @@ fn answer_of(answers: &[Answer], index: usize) -> CallResult {
 
 fn oracle_outcome(case: &Case, program: &str) -> Outcome {
     let table = case.table();
-    let run = oracle_answering(program, ENTROPY_SEED, Some(&table));
+    let mode = if case.is_valid_cpython() {
+        OracleMode::Native
+    } else {
+        OracleMode::Runtime
+    };
+    let run = oracle_answering(program, ENTROPY_SEED, Some(&table), mode);
     Outcome {
         calls: run.calls(),
         stdout: run.stdout,

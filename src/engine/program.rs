@@ -25,7 +25,7 @@ pub fn program_json(
         Ok(rewritten) => rewritten,
         // The child compiles the user's own source and reports the error
         // exactly as the VM does (CPython's messages and layout).
-        Err(RewriteError::Syntax { .. }) => rewrite::Rewritten {
+        Err(RewriteError::Syntax { .. } | RewriteError::TooDeep { .. }) => rewrite::Rewritten {
             source: source.to_owned(),
             marker: "_B".to_owned(),
             sites: Vec::new(),
@@ -34,7 +34,10 @@ pub fn program_json(
     };
     let tools: Vec<_> = bindings
         .iter()
-        .map(|b| json!({"original": b.original, "python": b.python, "params": b.params}))
+        .map(|b| {
+            json!({"original": b.original, "python": b.python, "params": b.params,
+                   "required": b.required})
+        })
         .collect();
     let sites: Vec<_> = rewritten
         .sites

@@ -18,12 +18,14 @@
 //! - A call the rewrite cannot see (an alias, `getattr`) still reaches the
 //!   tool through the plain functions the runtime defines.
 
+mod depth;
 mod names;
 mod sites;
 
 use serde::Serialize;
 
 use crate::tools::ToolDef;
+pub use depth::on_sized_stack;
 pub use names::python_name;
 
 /// How a site's result is used (see [`sites`]).
@@ -44,8 +46,11 @@ pub struct ToolBinding {
     pub original: String,
     /// The Python name.
     pub python: String,
-    /// Parameter names in schema order, for positional arguments.
+    /// Parameter names in signature order (required first, then optional,
+    /// each in schema order), for positional arguments.
     pub params: Vec<String>,
+    /// Whether each parameter of `params` is required.
+    pub required: Vec<bool>,
 }
 
 /// One checkpoint.
@@ -98,6 +103,14 @@ pub enum RewriteError {
     /// A tool name with no character left for a Python name.
     #[error("tool name {0:?} has no characters usable in a Python name")]
     UnnameableTool(String),
+    /// The program nests deeper than the interpreter's compiler accepts; the
+    /// VM's compile reports it (`RecursionError`, or `SyntaxError: too many
+    /// nested parentheses`).
+    #[error("RecursionError: maximum recursion depth exceeded during compilation (line {line})")]
+    TooDeep {
+        /// 1-based line of the first node past the limit.
+        line: usize,
+    },
 }
 
 /// Python names for the tools; refuses collisions and empty names.
@@ -114,28 +127,42 @@ pub fn bind_tools(tools: &[ToolDef]) -> Result<Vec<ToolBinding>, RewriteError> {
                 python,
             });
         }
+        let (params, required) = tool.signature().into_iter().unzip();
         bindings.push(ToolBinding {
             original: tool.name.clone(),
             python,
-            params: tool.param_names(),
+            params,
+            required,
         });
     }
     Ok(bindings)
 }
 
 /// Rewrites `source` for `bindings`.
+///
+/// Safe for any input: the parser grows its own stack, the walks run only
+/// over a tree no deeper than the VM's compiler accepts ([`depth`]), and the
+/// whole analysis, including dropping a deep tree, runs on a stack sized for
+/// the source ([`depth::on_sized_stack`]).
 pub fn rewrite(source: &str, bindings: &[ToolBinding]) -> Result<Rewritten, RewriteError> {
+    depth::on_sized_stack(source.len(), || rewrite_here(source, bindings))
+}
+
+fn rewrite_here(source: &str, bindings: &[ToolBinding]) -> Result<Rewritten, RewriteError> {
     let parsed =
         ruff_python_parser::parse_module(source).map_err(|error| RewriteError::Syntax {
             message: error.error.to_string(),
             line: line_of(source, usize::from(error.location.start())),
         })?;
     let body = &parsed.syntax().body;
+    if let Some(offset) = depth::first_too_deep(body) {
+        return Err(RewriteError::TooDeep {
+            line: line_of(source, offset),
+        });
+    }
     let bound = names::bound_names(body);
     let python_names: Vec<String> = bindings.iter().map(|b| b.python.clone()).collect();
-    let mut finder = sites::SiteFinder::new(source, &python_names, &bound);
-    ruff_python_ast::visitor::Visitor::visit_body(&mut finder, body);
-    let findings = finder.findings;
+    let findings = sites::find(source, body, &python_names, &bound);
     let marker = choose_marker(source);
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
     let mut sites = Vec::with_capacity(findings.sites.len());

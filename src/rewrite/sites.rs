@@ -1,22 +1,39 @@
-//! Finding tool call sites and how each one's result is used.
+//! Finding tool call sites and how each one's value is used.
 //!
-//! A call `f(...)` or `tools.f(...)` whose callee names a tool (and is not a
-//! name the program binds itself) is a site. Its mode:
-//! - `Awaited`: the direct operand of `await`;
-//! - `Deferred`: an element of a list, tuple, set, dict value or
-//!   comprehension, or an argument of a call that collects awaitables
-//!   (`gather`, `create_task`, `wait`, `append`...): the call is registered
-//!   and batched with the others, and waited on when used;
-//! - `Sync`: anywhere else: the call pauses on the spot and is its value.
+//! To the program every tool is an `async def` stub: a call makes a
+//! coroutine, and the tool is called when that coroutine is awaited (alone,
+//! or with others through `gather`, tasks, `wait`...). baton keeps that rule
+//! and adds one extension: a call whose value the program uses directly, as
+//! if the tool were a plain function, is made on the spot. Each site's mode
+//! says which applies:
+//! - `Awaited`: the direct operand of `await`.
+//! - `Sync` (made on the spot, the call is its value): a bare call used as a
+//!   statement; a call used as a value (subscripted, an attribute taken, an
+//!   operand, formatted in an f-string, tested, iterated, unpacked, passed to
+//!   a builtin that only reads values such as `print`, `len`, `sorted`,
+//!   `str.join`, `json.dumps`); a call assigned to a name that the program
+//!   only ever uses in those ways. CPython would never await such a
+//!   coroutine, so a program that is valid CPython has no `Sync` site.
+//! - `Deferred` (a coroutine, called only if and when awaited): everything
+//!   else: an element of a list, tuple, set or dict, an argument of any other
+//!   call, a returned or yielded value, a lambda's body, a value assigned to
+//!   an attribute, an item, or a name the program awaits, passes on, stores
+//!   or never uses.
 //!
 //! Module-level `asyncio.run(x)` (one positional argument, as a statement, an
 //! assignment's value or a call argument) becomes `await (x)`, since the
 //! whole program already runs as a coroutine.
 //!
-//! Invariant: every edit replaces the callee's source range only, and only
-//! when that range lies on one line, so lines never move.
+//! Invariants:
+//! - Every edit replaces the callee's source range only, and only when that
+//!   range lies on one line, so lines never move.
+//! - The analysis errs towards `Deferred`: a name counts as "used as a
+//!   value" only when every load of it anywhere in the module is a value
+//!   use, and not at all when the program can reach names dynamically
+//!   (`eval`, `exec`, `locals`, `globals`, `vars`).
+//! - The walks recurse once per AST level; the caller bounds the depth.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{Expr, ExprCall, Stmt};
@@ -24,21 +41,126 @@ use ruff_text_size::{Ranged, TextRange};
 
 use super::CallMode;
 
-/// Callees whose arguments are collected awaitables rather than values.
-const COLLECTORS: &[&str] = &[
-    "gather",
-    "create_task",
-    "ensure_future",
-    "wait",
-    "wait_for",
-    "as_completed",
-    "shield",
-    "append",
-    "extend",
-    "insert",
-    "add",
-    "put_nowait",
+/// How the value of an expression is used, from the weakest to the
+/// strongest claim that it is consumed as a plain value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Use {
+    /// Kept, passed on, returned, stored, or unknown: it may be awaited later.
+    Lazy,
+    /// The operand of `await`.
+    Awaited,
+    /// A bare expression statement.
+    Statement,
+    /// Consumed as a value; its elements may still flow on (`for x in v`).
+    Value,
+    /// Consumed as a value, elements included (`print(v)`, `sorted(v)`).
+    Deep,
+}
+
+impl Use {
+    /// The mode of a tool call used this way.
+    fn mode(self) -> CallMode {
+        match self {
+            Use::Lazy => CallMode::Deferred,
+            Use::Awaited => CallMode::Awaited,
+            Use::Statement | Use::Value | Use::Deep => CallMode::Sync,
+        }
+    }
+
+    /// How the elements of a container used this way are used.
+    fn elements(self) -> Use {
+        if self == Use::Deep {
+            Use::Deep
+        } else {
+            Use::Lazy
+        }
+    }
+
+    /// What a load of a name in this position says about the name.
+    fn of_name(self) -> Use {
+        match self {
+            Use::Lazy | Use::Awaited => Use::Lazy,
+            Use::Statement | Use::Value => Use::Value,
+            Use::Deep => Use::Deep,
+        }
+    }
+}
+
+/// Builtins that read their arguments (and the elements of them) and keep
+/// nothing: a coroutine passed to one could never be awaited.
+const DEEP_BUILTINS: &[&str] = &[
+    "print",
+    "len",
+    "str",
+    "repr",
+    "ascii",
+    "format",
+    "sum",
+    "any",
+    "all",
+    "sorted",
+    "min",
+    "max",
+    "hash",
+    "abs",
+    "round",
+    "divmod",
+    "pow",
+    "bool",
+    "int",
+    "float",
+    "complex",
+    "ord",
+    "chr",
+    "hex",
+    "oct",
+    "bin",
+    "isinstance",
+    "type",
+    "id",
+    "callable",
 ];
+
+/// Builtins that consume their argument but may hand its elements on.
+const SHALLOW_BUILTINS: &[&str] = &[
+    "list",
+    "tuple",
+    "set",
+    "frozenset",
+    "dict",
+    "iter",
+    "next",
+    "enumerate",
+    "zip",
+    "reversed",
+    "map",
+    "filter",
+    "range",
+];
+
+/// Methods that read their arguments as values and keep nothing of them.
+const DEEP_METHODS: &[&str] = &["join", "format", "write", "writelines", "dumps", "dump"];
+
+/// Modules whose functions only read values.
+const DEEP_MODULES: &[&str] = &["json", "statistics", "math", "textwrap", "pprint"];
+
+/// Methods that consume an iterable or mapping but keep its elements.
+const SHALLOW_METHODS: &[&str] = &["extend", "update"];
+
+/// Attributes of a coroutine itself: taking one does not use the value.
+const COROUTINE_ATTRIBUTES: &[&str] = &[
+    "send",
+    "throw",
+    "close",
+    "__await__",
+    "cr_await",
+    "cr_code",
+    "cr_frame",
+    "cr_running",
+];
+
+/// Calls that reach names dynamically.
+const DYNAMIC_NAME_ACCESS: &[&str] = &["eval", "exec", "locals", "globals", "vars"];
 
 /// One tool call found in the source.
 pub struct FoundSite {
@@ -59,25 +181,59 @@ pub struct Findings {
     pub asyncio_runs: Vec<TextRange>,
 }
 
-/// Walks a module.
-pub struct SiteFinder<'s> {
+/// Finds the sites of a module.
+pub fn find(
+    source: &str,
+    body: &[Stmt],
+    python_names: &[String],
+    bound: &HashSet<String>,
+) -> Findings {
+    let mut usage = Walker::new(source, python_names, bound, None);
+    usage.visit_body(body);
+    let names = if usage.dynamic {
+        HashMap::new()
+    } else {
+        usage.names
+    };
+    let mut finder = Walker::new(source, python_names, bound, Some(names));
+    finder.visit_body(body);
+    finder.findings
+}
+
+/// The walk: the first pass (`name_uses: None`) learns how every name is
+/// used; the second finds the sites, classifying assignments by those uses.
+struct Walker<'s> {
     source: &'s str,
     /// Python name → tool index, for names the program does not bind.
-    direct: std::collections::HashMap<&'s str, usize>,
+    direct: HashMap<&'s str, usize>,
     /// Whether `tools.x` may be rewritten (`tools` is not bound and not a tool).
     namespace: bool,
     /// All tool names, for `tools.x`.
-    all: std::collections::HashMap<&'s str, usize>,
+    all: HashMap<&'s str, usize>,
+    /// Names the program binds itself (its own `print` is not the builtin).
+    bound: &'s HashSet<String>,
+    /// In the second pass: the weakest use of each name loaded anywhere.
+    name_uses: Option<HashMap<String, Use>>,
+    /// How the expression being visited is used.
+    here: Use,
     /// Nesting in function, lambda and class bodies.
     depth: usize,
-    /// Result.
-    pub findings: Findings,
+    /// First pass: the weakest use of each loaded name.
+    names: HashMap<String, Use>,
+    /// First pass: whether the program reaches names dynamically.
+    dynamic: bool,
+    /// Second pass: the result.
+    findings: Findings,
 }
 
-impl<'s> SiteFinder<'s> {
-    /// A finder for `python_names` (index = tool index), skipping `bound`.
-    pub fn new(source: &'s str, python_names: &'s [String], bound: &HashSet<String>) -> Self {
-        let all: std::collections::HashMap<_, _> = python_names
+impl<'s> Walker<'s> {
+    fn new(
+        source: &'s str,
+        python_names: &'s [String],
+        bound: &'s HashSet<String>,
+        name_uses: Option<HashMap<String, Use>>,
+    ) -> Self {
+        let all: HashMap<_, _> = python_names
             .iter()
             .enumerate()
             .map(|(i, n)| (n.as_str(), i))
@@ -93,7 +249,12 @@ impl<'s> SiteFinder<'s> {
             direct,
             namespace,
             all,
+            bound,
+            name_uses,
+            here: Use::Statement,
             depth: 0,
+            names: HashMap::new(),
+            dynamic: false,
             findings: Findings::default(),
         }
     }
@@ -117,46 +278,108 @@ impl<'s> SiteFinder<'s> {
         !self.source[range].contains(['\n', '\r', '\\', '#'])
     }
 
-    /// Records `expr` as a site of `mode` if it is a tool call; then walks it.
-    fn visit_maybe_site(&mut self, expr: &Expr, mode: CallMode) {
-        if let Expr::Call(call) = expr
-            && let Some(tool) = self.tool_of(call)
-        {
+    /// Visits `expr` as used in the way `how`.
+    fn visit_as(&mut self, expr: &Expr, how: Use) {
+        let outer = std::mem::replace(&mut self.here, how);
+        self.visit_expr(expr);
+        self.here = outer;
+    }
+
+    /// Visits the children of `node` through `walk`, each used as `how`.
+    fn walk_as(&mut self, how: Use, walk: impl FnOnce(&mut Self)) {
+        let outer = std::mem::replace(&mut self.here, how);
+        walk(self);
+        self.here = outer;
+    }
+
+    fn nested(&mut self, walk: impl FnOnce(&mut Self)) {
+        self.depth += 1;
+        walk(self);
+        self.depth -= 1;
+    }
+
+    /// The weakest use of the name `id` (second pass; `Lazy` when unknown
+    /// or never loaded).
+    fn name_use(&self, id: &str) -> Use {
+        self.name_uses
+            .as_ref()
+            .and_then(|uses| uses.get(id).copied())
+            .unwrap_or(Use::Lazy)
+    }
+
+    /// How a value assigned to `target` is used.
+    fn assigned_use(&self, target: &Expr) -> Use {
+        match target {
+            // The first pass does not know the names yet: assume the worst.
+            Expr::Name(name) if self.name_uses.is_some() => self.name_use(name.id.as_str()),
+            Expr::Tuple(_) | Expr::List(_) | Expr::Starred(_) => Use::Value,
+            _ => Use::Lazy,
+        }
+    }
+
+    fn record_load(&mut self, id: &str, how: Use) {
+        let how = how.of_name();
+        self.names
+            .entry(id.to_owned())
+            .and_modify(|seen| *seen = (*seen).min(how))
+            .or_insert(how);
+    }
+
+    /// How the arguments of a call to `func` are used.
+    fn argument_use(&self, func: &Expr) -> Use {
+        match func {
+            Expr::Name(name) if !self.bound.contains(name.id.as_str()) => {
+                let id = name.id.as_str();
+                if DEEP_BUILTINS.contains(&id) {
+                    Use::Deep
+                } else if SHALLOW_BUILTINS.contains(&id) {
+                    Use::Value
+                } else {
+                    Use::Lazy
+                }
+            }
+            Expr::Attribute(attr) => {
+                let method = attr.attr.as_str();
+                let module_function = matches!(attr.value.as_ref(), Expr::Name(base)
+                    if DEEP_MODULES.contains(&base.id.as_str())
+                        && !self.bound.contains(base.id.as_str()));
+                if module_function || DEEP_METHODS.contains(&method) {
+                    Use::Deep
+                } else if SHALLOW_METHODS.contains(&method) {
+                    Use::Value
+                } else {
+                    Use::Lazy
+                }
+            }
+            _ => Use::Lazy,
+        }
+    }
+
+    fn visit_call(&mut self, call: &ExprCall, how: Use) {
+        if let Some(tool) = self.tool_of(call) {
             self.findings.sites.push(FoundSite {
                 tool,
                 callee: call.func.range(),
-                mode,
+                mode: how.mode(),
             });
-            self.visit_arguments(&call.arguments);
-            return;
-        }
-        self.visit_expr(expr);
-    }
-
-    fn visit_elements(&mut self, elements: &[Expr]) {
-        for element in elements {
-            self.visit_maybe_site(element, CallMode::Deferred);
-        }
-    }
-
-    fn visit_call(&mut self, call: &ExprCall) {
-        self.visit_expr(&call.func);
-        let mode = if is_collector(&call.func) {
-            CallMode::Deferred
         } else {
-            CallMode::Sync
-        };
+            if let Expr::Name(name) = call.func.as_ref()
+                && DYNAMIC_NAME_ACCESS.contains(&name.id.as_str())
+            {
+                self.dynamic = true;
+            }
+            self.visit_as(&call.func, Use::Value);
+        }
+        let arguments = self.argument_use(&call.func);
         for arg in &call.arguments.args {
-            self.visit_argument(arg, mode);
+            if !self.try_asyncio_run(arg) {
+                self.visit_as(arg, arguments);
+            }
         }
         for keyword in &call.arguments.keywords {
-            self.visit_argument(&keyword.value, mode);
-        }
-    }
-
-    fn visit_argument(&mut self, arg: &Expr, mode: CallMode) {
-        if !self.try_asyncio_run(arg) {
-            self.visit_maybe_site(arg, mode);
+            if !self.try_asyncio_run(&keyword.value) {
+                self.visit_as(&keyword.value, arguments);
+            }
         }
     }
 
@@ -173,97 +396,199 @@ impl<'s> SiteFinder<'s> {
             return false;
         }
         self.findings.asyncio_runs.push(call.func.range());
-        self.visit_arguments(&call.arguments);
+        self.visit_as(&call.arguments.args[0], Use::Awaited);
         true
     }
 
-    fn nested(&mut self, walk: impl FnOnce(&mut Self)) {
-        self.depth += 1;
-        walk(self);
-        self.depth -= 1;
-    }
-}
-
-fn is_collector(func: &Expr) -> bool {
-    let name = match func {
-        Expr::Name(name) => name.id.as_str(),
-        Expr::Attribute(attr) => attr.attr.as_str(),
-        _ => return false,
-    };
-    COLLECTORS.contains(&name)
-}
-
-impl<'a> Visitor<'a> for SiteFinder<'_> {
-    fn visit_stmt(&mut self, stmt: &'a Stmt) {
-        match stmt {
-            Stmt::FunctionDef(_) | Stmt::ClassDef(_) => {
-                self.nested(|s| visitor::walk_stmt(s, stmt))
-            }
-            Stmt::Expr(statement) if self.try_asyncio_run(&statement.value) => {}
-            Stmt::Assign(assign) if self.try_asyncio_run(&assign.value) => {
-                for target in &assign.targets {
-                    self.visit_expr(target);
-                }
-            }
-            _ => visitor::walk_stmt(self, stmt),
-        }
-    }
-
-    fn visit_expr(&mut self, expr: &'a Expr) {
-        match expr {
-            Expr::Await(awaited) => self.visit_maybe_site(&awaited.value, CallMode::Awaited),
-            Expr::Call(call) => {
-                if let Some(tool) = self.tool_of(call) {
-                    self.findings.sites.push(FoundSite {
-                        tool,
-                        callee: call.func.range(),
-                        mode: CallMode::Sync,
-                    });
-                    self.visit_arguments(&call.arguments);
-                } else {
-                    self.visit_call(call);
-                }
-            }
-            Expr::List(list) => self.visit_elements(&list.elts),
-            Expr::Tuple(tuple) => self.visit_elements(&tuple.elts),
-            Expr::Set(set) => self.visit_elements(&set.elts),
-            Expr::Dict(dict) => {
-                for item in &dict.items {
-                    if let Some(key) = &item.key {
-                        self.visit_expr(key);
-                    }
-                    self.visit_maybe_site(&item.value, CallMode::Deferred);
-                }
-            }
-            Expr::ListComp(comp) => self.visit_comprehension_parts(&comp.generators, &[&comp.elt]),
-            Expr::SetComp(comp) => self.visit_comprehension_parts(&comp.generators, &[&comp.elt]),
-            Expr::Generator(comp) => self.visit_comprehension_parts(&comp.generators, &[&comp.elt]),
-            Expr::DictComp(comp) => {
-                for generator in &comp.generators {
-                    self.visit_comprehension(generator);
-                }
-                if let Some(key) = &comp.key {
-                    self.visit_expr(key);
-                }
-                self.visit_maybe_site(&comp.value, CallMode::Deferred);
-            }
-            Expr::Lambda(_) => self.nested(|s| visitor::walk_expr(s, expr)),
-            _ => visitor::walk_expr(self, expr),
-        }
-    }
-}
-
-impl SiteFinder<'_> {
     fn visit_comprehension_parts(
         &mut self,
         generators: &[ruff_python_ast::Comprehension],
         elements: &[&Expr],
+        how: Use,
     ) {
         for generator in generators {
-            self.visit_comprehension(generator);
+            self.visit_as(&generator.iter, Use::Value);
+            self.visit_as(&generator.target, Use::Lazy);
+            for condition in &generator.ifs {
+                self.visit_as(condition, Use::Value);
+            }
         }
         for element in elements {
-            self.visit_maybe_site(element, CallMode::Deferred);
+            self.visit_as(element, how.elements());
+        }
+    }
+
+    /// An assignment: the value is used as its targets are.
+    fn visit_assignment(&mut self, targets: &[&Expr], value: &Expr) {
+        let how = targets
+            .iter()
+            .map(|target| self.assigned_use(target))
+            .min()
+            .unwrap_or(Use::Lazy);
+        if !self.try_asyncio_run(value) {
+            self.visit_as(value, how);
+        }
+        for target in targets {
+            self.visit_as(target, Use::Lazy);
+        }
+    }
+}
+
+impl<'a> Visitor<'a> for Walker<'_> {
+    fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        match stmt {
+            Stmt::FunctionDef(_) | Stmt::ClassDef(_) => {
+                self.nested(|s| s.walk_as(Use::Lazy, |s| visitor::walk_stmt(s, stmt)))
+            }
+            Stmt::Expr(statement) => {
+                if !self.try_asyncio_run(&statement.value) {
+                    self.visit_as(&statement.value, Use::Statement);
+                }
+            }
+            Stmt::Assign(assign) => {
+                let targets: Vec<&Expr> = assign.targets.iter().collect();
+                self.visit_assignment(&targets, &assign.value);
+            }
+            Stmt::AnnAssign(assign) => {
+                self.visit_as(&assign.annotation, Use::Value);
+                match &assign.value {
+                    Some(value) => self.visit_assignment(&[&assign.target], value),
+                    None => self.visit_as(&assign.target, Use::Lazy),
+                }
+            }
+            Stmt::AugAssign(assign) => {
+                self.visit_as(&assign.target, Use::Value);
+                self.visit_as(&assign.value, Use::Value);
+            }
+            Stmt::If(branch) => {
+                self.visit_as(&branch.test, Use::Value);
+                self.visit_body(&branch.body);
+                for clause in &branch.elif_else_clauses {
+                    if let Some(test) = &clause.test {
+                        self.visit_as(test, Use::Value);
+                    }
+                    self.visit_body(&clause.body);
+                }
+            }
+            Stmt::While(loop_) => {
+                self.visit_as(&loop_.test, Use::Value);
+                self.visit_body(&loop_.body);
+                self.visit_body(&loop_.orelse);
+            }
+            Stmt::For(loop_) => {
+                self.visit_as(&loop_.iter, Use::Value);
+                self.visit_as(&loop_.target, Use::Lazy);
+                self.visit_body(&loop_.body);
+                self.visit_body(&loop_.orelse);
+            }
+            Stmt::With(with) => {
+                for item in &with.items {
+                    self.visit_as(&item.context_expr, Use::Value);
+                    if let Some(vars) = &item.optional_vars {
+                        self.visit_as(vars, Use::Lazy);
+                    }
+                }
+                self.visit_body(&with.body);
+            }
+            Stmt::Assert(assert) => {
+                self.visit_as(&assert.test, Use::Value);
+                if let Some(message) = &assert.msg {
+                    self.visit_as(message, Use::Deep);
+                }
+            }
+            Stmt::Match(match_) => {
+                self.visit_as(&match_.subject, Use::Value);
+                self.walk_as(Use::Lazy, |s| {
+                    for case in &match_.cases {
+                        s.visit_match_case(case);
+                    }
+                });
+            }
+            _ => self.walk_as(Use::Lazy, |s| visitor::walk_stmt(s, stmt)),
+        }
+    }
+
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        let how = self.here;
+        match expr {
+            Expr::Name(name) => {
+                if name.ctx == ruff_python_ast::ExprContext::Load {
+                    self.record_load(name.id.as_str(), how);
+                }
+            }
+            Expr::Await(awaited) => self.visit_as(&awaited.value, Use::Awaited),
+            Expr::Call(call) => self.visit_call(call, how),
+            Expr::Attribute(attr) => {
+                let on_coroutine = COROUTINE_ATTRIBUTES.contains(&attr.attr.as_str());
+                let base = if on_coroutine { Use::Lazy } else { Use::Value };
+                self.visit_as(&attr.value, base);
+            }
+            Expr::Subscript(subscript) => {
+                self.visit_as(&subscript.value, Use::Value);
+                self.visit_as(&subscript.slice, Use::Value);
+            }
+            Expr::BinOp(_) | Expr::UnaryOp(_) | Expr::Compare(_) | Expr::Slice(_) => {
+                self.walk_as(Use::Value, |s| visitor::walk_expr(s, expr))
+            }
+            Expr::Starred(starred) => self.visit_as(&starred.value, how.max(Use::Value)),
+            // The value of `a or b` is one of its operands; same for `x if c else y`.
+            Expr::BoolOp(boolean) => {
+                for value in &boolean.values {
+                    self.visit_as(value, how);
+                }
+            }
+            Expr::If(choice) => {
+                self.visit_as(&choice.test, Use::Value);
+                self.visit_as(&choice.body, how);
+                self.visit_as(&choice.orelse, how);
+            }
+            Expr::Named(named) => {
+                let target = self.assigned_use(&named.target);
+                self.visit_as(&named.value, how.min(target));
+                self.visit_as(&named.target, Use::Lazy);
+            }
+            Expr::FString(_) | Expr::TString(_) => {
+                self.walk_as(Use::Deep, |s| visitor::walk_expr(s, expr))
+            }
+            Expr::List(list) => self.walk_elements(&list.elts, how),
+            Expr::Tuple(tuple) => self.walk_elements(&tuple.elts, how),
+            Expr::Set(set) => self.walk_elements(&set.elts, how),
+            Expr::Dict(dict) => {
+                for item in &dict.items {
+                    if let Some(key) = &item.key {
+                        self.visit_as(key, Use::Value);
+                    }
+                    self.visit_as(&item.value, how.elements());
+                }
+            }
+            Expr::ListComp(comp) => {
+                self.visit_comprehension_parts(&comp.generators, &[&comp.elt], how)
+            }
+            Expr::SetComp(comp) => {
+                self.visit_comprehension_parts(&comp.generators, &[&comp.elt], how)
+            }
+            Expr::Generator(comp) => {
+                self.visit_comprehension_parts(&comp.generators, &[&comp.elt], how)
+            }
+            Expr::DictComp(comp) => {
+                self.visit_comprehension_parts(&comp.generators, &[], how);
+                if let Some(key) = &comp.key {
+                    self.visit_as(key, Use::Value);
+                }
+                self.visit_as(&comp.value, how.elements());
+            }
+            Expr::Lambda(_) => {
+                self.nested(|s| s.walk_as(Use::Lazy, |s| visitor::walk_expr(s, expr)))
+            }
+            _ => self.walk_as(Use::Lazy, |s| visitor::walk_expr(s, expr)),
+        }
+    }
+}
+
+impl Walker<'_> {
+    fn walk_elements(&mut self, elements: &[Expr], how: Use) {
+        for element in elements {
+            self.visit_as(element, how.elements());
         }
     }
 }

@@ -11,6 +11,7 @@ fn bindings() -> Vec<ToolBinding> {
             original: name.replace('_', "-"),
             python: (*name).to_owned(),
             params: vec!["a".into()],
+            required: vec![true],
         })
         .collect()
 }
@@ -22,30 +23,109 @@ fn modes(source: &str) -> Vec<(usize, CallMode)> {
     sites
 }
 
+/// The mode of the one site on each line of `source`.
+fn mode_by_line(source: &str) -> Vec<(usize, CallMode)> {
+    modes(source)
+}
+
 #[test]
-fn modes_follow_how_the_result_is_used() {
+fn awaited_and_bare_calls() {
     let source = "\
 a = await get_weather('x')
-b = get_weather('y')
-r = await asyncio.gather(get_weather('p'), tools.search('q'))
-ts = [get_weather(c) for c in cs]
-tasks.append(search('z'))
-print(search('w'))
-f = lambda c: get_weather(c)
+search('fire and forget')
+await asyncio.gather(get_weather('p'), tools.search('q'))
 ";
     assert_eq!(
-        modes(source),
+        mode_by_line(source),
         vec![
             (1, CallMode::Awaited),
             (2, CallMode::Sync),
             (3, CallMode::Deferred),
             (3, CallMode::Deferred),
-            (4, CallMode::Deferred),
-            (5, CallMode::Deferred),
-            (6, CallMode::Sync),
-            (7, CallMode::Sync),
         ]
     );
+}
+
+#[test]
+fn a_call_is_a_coroutine_wherever_it_may_be_awaited_later() {
+    // Each of these is valid CPython when the coroutine is awaited later:
+    // the call must not be made before that.
+    let lines = [
+        "c = get_weather('x')\nawait c",
+        "c = get_weather('x')\nawait asyncio.gather(c)",
+        "c = get_weather('x')\nr = await audited('label', c)",
+        "cs = [get_weather(c) for c in cities]",
+        "d = {'a': get_weather('x')}",
+        "t = (get_weather('x'), search('y'))",
+        "tasks.append(get_weather('x'))",
+        "t = asyncio.create_task(get_weather('x'))",
+        "f = lambda s: get_weather(s)",
+        "def make(s):\n    return get_weather(s)",
+        "async def g():\n    yield get_weather('x')",
+        "self.pending = get_weather('x')",
+        "pending['x'] = get_weather('x')",
+        "unused = get_weather('x')",
+        "c = get_weather('x')\nalias = c",
+        "c = get_weather('x') or search('y')\nawait c",
+        "r = helper(get_weather('x'))",
+        "coros = list(map(get_weather, cities)) + [search('z')]",
+    ];
+    for source in lines {
+        let found = modes(&format!("{source}\n"));
+        assert!(!found.is_empty(), "no site in {source:?}");
+        for (line, mode) in found {
+            assert_eq!(mode, CallMode::Deferred, "line {line} of {source:?}");
+        }
+    }
+}
+
+#[test]
+fn a_call_used_as_a_value_is_made_on_the_spot() {
+    // CPython would never await these coroutines; baton's extension makes
+    // the call and the value is real.
+    let lines = [
+        "w = get_weather('x')\nprint(w['temp'])",
+        "print(get_weather('x'))",
+        "t = get_weather('x')['temp']",
+        "n = len(search('q'))",
+        "s = f'{search(3)}'",
+        "if search('q'):\n    pass",
+        "for r in search('q'):\n    pass",
+        "total = 1 + get_weather('x')",
+        "a, b = search('q')",
+        "x = search('q').get('k')",
+        "ok = search('q') == []",
+        "names = ', '.join(search('q'))",
+        "w = get_weather('x')\nif w:\n    print(json.dumps(w))",
+        "prices = [get_weather(c) for c in cs]\nprint(statistics.mean(prices))",
+        "x: dict = get_weather('x')\nx['a']",
+        "n = 0\nn += get_weather('x')",
+        "with get_weather('x') as f:\n    pass",
+        "assert search('q')",
+        "print(*[search(i) for i in range(3)])",
+    ];
+    for source in lines {
+        let found = modes(&format!("{source}\n"));
+        assert!(!found.is_empty(), "no site in {source:?}");
+        for (line, mode) in found {
+            assert_eq!(mode, CallMode::Sync, "line {line} of {source:?}");
+        }
+    }
+}
+
+#[test]
+fn a_name_used_both_ways_stays_a_coroutine() {
+    let source = "w = get_weather('x')\nprint(w['temp'])\nawait w\n";
+    assert_eq!(mode_by_line(source), vec![(1, CallMode::Deferred)]);
+    // Reaching names dynamically: nothing is known of them.
+    let source = "w = get_weather('x')\nprint(w['temp'])\nprint(eval('w'))\n";
+    assert_eq!(mode_by_line(source), vec![(1, CallMode::Deferred)]);
+}
+
+#[test]
+fn a_shadowed_builtin_is_not_a_value_reader() {
+    let source = "def print(x):\n    return x\nprint(get_weather('x'))\n";
+    assert_eq!(mode_by_line(source), vec![(3, CallMode::Deferred)]);
 }
 
 #[test]

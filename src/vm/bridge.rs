@@ -73,6 +73,7 @@ pub fn control_exception(
 fn compile_panic_error(
     source: &str,
     filename: &str,
+    mode: &str,
     panic: &str,
     vm: &VirtualMachine,
 ) -> rustpython_vm::builtins::PyBaseExceptionRef {
@@ -81,7 +82,12 @@ fn compile_panic_error(
         allow_top_level_await: true,
         ..CompileOpts::default()
     };
-    match crate::vm::panics::catch(|| compile(source, Mode::Exec, filename, opts)) {
+    let mode = match mode {
+        "eval" => Mode::Eval,
+        "single" => Mode::Single,
+        _ => Mode::Exec,
+    };
+    match crate::vm::panics::catch(|| compile(source, mode, filename, opts)) {
         Ok(Err(error)) => vm.new_syntax_error(&error, Some(source)),
         _ => vm.new_system_error(format!(
             "the interpreter failed to compile this program: {panic}"
@@ -142,36 +148,65 @@ pub mod _baton {
         }
     }
 
-    /// `compile_fn(source, filename, "exec", flags, True)`, where
-    /// `compile_fn` is the builtin `compile`. Some invalid sources make the
-    /// interpreter's compiler panic (an unterminated string ending in a
-    /// non-ASCII character panics its escape-warning pass); then the error
-    /// is the `SyntaxError` the compiler itself gives for the source, without
-    /// that pass, as `compile` would have raised it.
+    /// `compile_fn(source, filename, mode, flags, True)`, where
+    /// `compile_fn` is the builtin `compile`, on a stack sized for the
+    /// source (a tree as deep as the source is long is parsed, refused and
+    /// dropped without overflowing; see [`crate::rewrite::depth`]). Some
+    /// invalid sources make the interpreter's compiler panic (an
+    /// unterminated string ending in a non-ASCII character panics its
+    /// escape-warning pass); then the error is the `SyntaxError` the
+    /// compiler itself gives for the source, without that pass, as
+    /// `compile` would have raised it.
     #[pyfunction]
     fn compile(
         compile_fn: PyObjectRef,
         source: PyStrRef,
         filename: PyStrRef,
+        mode: PyStrRef,
         flags: i32,
         vm: &VirtualMachine,
     ) -> PyResult {
         let args = vec![
             source.clone().into(),
             filename.clone().into(),
-            vm.ctx.new_str("exec").into(),
+            mode.clone().into(),
             vm.ctx.new_int(flags).into(),
             vm.ctx.new_bool(true).into(),
         ];
-        match crate::vm::panics::catch(|| compile_fn.call(args, vm)) {
+        let source_len = source.byte_len();
+        let compiled = crate::rewrite::on_sized_stack(source_len, || {
+            crate::vm::panics::catch(|| compile_fn.call(args, vm))
+        });
+        match compiled {
             Ok(compiled) => compiled,
             Err(panic) => Err(compile_panic_error(
                 &source.as_wtf8().to_string_lossy(),
                 &filename.as_wtf8().to_string_lossy(),
+                &mode.as_wtf8().to_string_lossy(),
                 &panic,
                 vm,
             )),
         }
+    }
+
+    /// Why a name under `/mnt/data` is refused, as `(errno, message)`, or
+    /// `None`: the server's own rule ([`crate::workspace::name_problem`]),
+    /// so the two sides cannot disagree.
+    #[pyfunction]
+    fn name_error(name: PyStrRef) -> Option<(i32, String)> {
+        let name = name.as_wtf8().to_string_lossy();
+        crate::workspace::name_problem(&name).map(|problem| {
+            let errno = if problem.is_too_long() {
+                libc::ENAMETOOLONG
+            } else {
+                libc::EINVAL
+            };
+            let message = crate::workspace::check_name(&name)
+                .err()
+                .map(|error| error.to_string())
+                .unwrap_or_default();
+            (errno, message)
+        })
     }
 
     /// Compact JSON text of a plain value, or `None` when Python's `json`

@@ -18,6 +18,7 @@
 //!   also on a panic of the interpreter (see [`panics`]).
 
 pub mod bridge;
+pub mod fidelity;
 pub mod host;
 pub mod oom;
 pub mod panics;
@@ -107,6 +108,7 @@ pub fn build_interpreter() -> Interpreter {
             let (sender, receiver) = rustpython_vm::signal::user_signal_channel();
             vm.set_user_signal_channel(receiver);
             let _ = SIGNAL_SENDER.set(sender);
+            fidelity::install(vm);
         })
         .build()
 }

@@ -120,7 +120,7 @@ pub async fn run_to_end(
             .await
             .unwrap_or_else(|e| panic!("resume: {e}"))
             .0;
-        assert!(rounds.len() < 200, "runaway program");
+        assert!(rounds.len() < 200, "runaway program: {:?}", &rounds[190..]);
     }
     (step, rounds)
 }
@@ -165,20 +165,59 @@ pub struct OracleCall {
     pub result: CallResult,
 }
 
-/// Runs a program under CPython with the same runtime, seed and clock,
-/// tools answered by `tests/oracle/answers.py`.
-pub fn oracle(program_json: &str, seed: [u8; 32]) -> OracleRun {
-    oracle_answering(program_json, seed, None)
+/// How the CPython oracle runs a program (see `tests/oracle/harness.py`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OracleMode {
+    /// The source as written, CPython's own asyncio, tools as coroutine
+    /// functions: what CPython does with the program.
+    Native,
+    /// The program as a baton child runs it (rewrite and runtime), for
+    /// programs that use baton's extensions (calls without `await`).
+    Runtime,
+}
+
+impl OracleMode {
+    /// The mode a corpus program asks for: `Runtime` when a line of it is
+    /// `# oracle: runtime`.
+    pub fn of_source(source: &str) -> OracleMode {
+        if source
+            .lines()
+            .any(|line| line.starts_with("# oracle: runtime"))
+        {
+            OracleMode::Runtime
+        } else {
+            OracleMode::Native
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            OracleMode::Native => "native",
+            OracleMode::Runtime => "runtime",
+        }
+    }
+}
+
+/// Runs a program under CPython with the same seed and clock, tools
+/// answered by `tests/oracle/answers.py`.
+pub fn oracle(program_json: &str, seed: [u8; 32], mode: OracleMode) -> OracleRun {
+    oracle_answering(program_json, seed, None, mode)
 }
 
 /// Runs a program under CPython; with `table`, the n-th call gets entry n
 /// modulo its length (`{"ok", "value", "message"}`, see the harness).
-pub fn oracle_answering(program_json: &str, seed: [u8; 32], table: Option<&Value>) -> OracleRun {
+pub fn oracle_answering(
+    program_json: &str,
+    seed: [u8; 32],
+    table: Option<&Value>,
+    mode: OracleMode,
+) -> OracleRun {
     let mut request = serde_json::json!({
         "program": serde_json::from_str::<Value>(program_json).unwrap_or(Value::Null),
         "seed": hex::encode(seed),
         "wall0": WALL0,
         "step": STEP,
+        "mode": mode.name(),
     });
     if let Some(table) = table {
         request["answer_table"] = table.clone();

@@ -1,3 +1,4 @@
+# oracle: runtime (uses calls without await, baton's extension; CPython cannot run it)
 # Tool calls without await return their result directly.
 w = get_weather("Oslo")
 print("Oslo:", w["temp"], w["unit"], w["conditions"])

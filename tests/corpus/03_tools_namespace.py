@@ -1,3 +1,4 @@
+# oracle: runtime (uses calls without await, baton's extension; CPython cannot run it)
 # Calling tools through the `tools` namespace.
 weather = await tools.get_weather(city="Lisbon")
 print("Lisbon", weather["temp"], weather["conditions"])

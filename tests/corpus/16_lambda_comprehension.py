@@ -1,3 +1,4 @@
+# oracle: runtime (uses calls without await, baton's extension; CPython cannot run it)
 cities = ["Lagos", "Accra", "Dakar", "Tunis", "Rabat"]
 temps = [get_weather(city=c)["temp"] for c in cities]
 print("temps:", temps)

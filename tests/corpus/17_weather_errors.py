@@ -1,3 +1,4 @@
+# oracle: runtime (uses calls without await, baton's extension; CPython cannot run it)
 cities = ["Cairo", "Atlantis", "Delhi", "", "Mumbai"]
 good, bad = {}, []
 for city in cities:

@@ -1,3 +1,4 @@
+# oracle: runtime (uses calls without await, baton's extension; CPython cannot run it)
 # A data-processing bug: the program assumes a key that the tool never returns.
 import asyncio
 

@@ -1,3 +1,4 @@
+# oracle: runtime (uses calls without await, baton's extension; CPython cannot run it)
 from functools import reduce, lru_cache, partial, wraps
 import operator
 

@@ -1,3 +1,4 @@
+# oracle: runtime (uses calls without await, baton's extension; CPython cannot run it)
 langs = ["fr", "de", "es", "ja"]
 phrase = "see you tomorrow"
 pending = {lang: translate(text=phrase, target_lang=lang) for lang in langs}

@@ -1,3 +1,4 @@
+# oracle: runtime (uses calls without await, baton's extension; CPython cannot run it)
 cities = ["Kiev", "Minsk", "Riga", "Vilnius", "Tallinn"]
 if (w := await get_weather(city=cities[0]))["temp"] > 10:
     print("first city is mild:", w["city"], w["temp"])

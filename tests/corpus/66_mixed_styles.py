@@ -1,3 +1,4 @@
+# oracle: runtime (uses calls without await, baton's extension; CPython cannot run it)
 import asyncio
 
 # Sync, awaited, deferred, namespaced and gathered calls in one program.

@@ -1,3 +1,4 @@
+# oracle: runtime (uses calls without await, baton's extension; CPython cannot run it)
 def read_users(ids):
     for uid in ids:
         try:

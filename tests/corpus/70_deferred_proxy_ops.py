@@ -1,3 +1,4 @@
+# oracle: runtime (uses calls without await, baton's extension; CPython cannot run it)
 # Deferred calls (collected in containers) used directly as values.
 weathers = [get_weather(city=c) for c in ("Turin", "Genoa", "Verona")]
 rates = [get_exchange_rate(base="EUR", quote=q) for q in ("USD", "GBP", "EUR")]

@@ -1,3 +1,4 @@
+# oracle: runtime (uses calls without await, baton's extension; CPython cannot run it)
 # The program defines its own `translate`; the tool is reached through `tools`.
 def translate(text, lang="fr"):
     res = tools.translate(text=text, target_lang=lang)

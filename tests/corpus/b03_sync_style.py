@@ -1,3 +1,4 @@
+# oracle: runtime (uses calls without await, baton's extension; CPython cannot run it)
 w = get_weather("Madrid")
 print(type(w).__name__, w["city"], w["temp"])
 price = get_stock_price("MSFT")

@@ -1,3 +1,4 @@
+# oracle: runtime (uses calls without await, baton's extension; CPython cannot run it)
 a = await tools.get_weather(city="Rome")
 b = tools.get_stock_price(symbol="IBM")
 c = await tools.search(query="rome weather", limit=1)

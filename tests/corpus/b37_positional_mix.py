@@ -1,3 +1,4 @@
+# oracle: runtime (uses calls without await, baton's extension; CPython cannot run it)
 a = await get_weather("Vienna", "F")
 b = await search("weather vienna", limit=2)
 c = list_orders(8, "shipped")

@@ -1,3 +1,4 @@
+# oracle: runtime (uses calls without await, baton's extension; CPython cannot run it)
 quotes = ["EUR", "GBP", "JPY"]
 rates = [get_exchange_rate(base="USD", quote=q) for q in quotes]
 print([round(r * 100, 2) for r in rates])

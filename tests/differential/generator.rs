@@ -1,15 +1,21 @@
 //! Random LLM-style programs and random tool answers, as proptest
 //! strategies that shrink to small programs.
 //!
-//! A program is a prelude (imports, a result list `R`, a helper function and
+//! A program is a prelude (imports, a result list `R`, helper functions and
 //! a class whose method call tools) and a body of statements: tool calls in
 //! every style (awaited, plain, `tools.x`, positional), `asyncio.gather`
-//! batches (literal and comprehension), calls through the helper and the
+//! batches (literal, comprehension, `map` over a lambda, coroutines kept in
+//! variables and gathered later), coroutines passed to a helper that awaits
+//! them, made by a plain `def`, made up front in a list or dict and awaited
+//! one at a time (stopping at the first failure), tasks cancelled before and
+//! after they start, `as_completed`, calls through the helper and the
 //! method, prints of the results, `for` loops, branches on results, and
 //! `try`/`except ToolError` around tools.
 //!
 //! Invariant: every generated program is valid Python 3.11 whose names are
-//! all bound, so the only way it fails is a tool error left uncaught.
+//! all bound, so the only way it fails is a tool error left uncaught. A
+//! program without plain (un-awaited) calls is valid CPython: every
+//! coroutine it awaits is awaited, and the oracle runs it natively.
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -43,6 +49,16 @@ class Agent:
     async def ask(self, q):
         r = await compute_score(x=self.tag, y=q)
         return [self.tag, r]
+
+
+async def audited(label, coro):
+    r = await coro
+    print("audited", label)
+    return r
+
+
+def make(k):
+    return lookup(q=k)
 
 
 "#;
@@ -87,6 +103,23 @@ pub enum Stmt {
     For(u8, Vec<Stmt>),
     If(u8, Vec<Stmt>, Vec<Stmt>),
     Try(Vec<Stmt>),
+    /// Coroutines kept in variables, gathered later.
+    StoredGather(Vec<(usize, Arg)>),
+    /// A coroutine passed to a helper that awaits it.
+    Audited(usize, Arg),
+    /// A coroutine made by a plain `def`, awaited.
+    Made(Arg),
+    /// Coroutines made up front in a list, awaited one at a time; the loop
+    /// stops at the first failure (the rest are never awaited).
+    AwaitEach(Vec<(usize, Arg)>),
+    /// Coroutines in a dict; only the one of key `n % len` is awaited.
+    AwaitOne(Vec<(usize, Arg)>, u8),
+    /// A task cancelled before (`false`) or after (`true`) its first step.
+    CancelledTask(usize, Arg, bool),
+    /// `gather(*map(lambda ...))`.
+    GatherMap(usize, u8),
+    /// `as_completed` over a list of coroutines.
+    AsCompleted(Vec<(usize, Arg)>),
 }
 
 /// A tool's answer: a value, or an error with its message.
@@ -103,7 +136,21 @@ pub struct Case {
     pub answers: Vec<Answer>,
 }
 
+fn has_plain_call(body: &[Stmt]) -> bool {
+    body.iter().any(|stmt| match stmt {
+        Stmt::Call(call) => matches!(call.style, Style::Plain),
+        Stmt::For(_, inner) | Stmt::Try(inner) => has_plain_call(inner),
+        Stmt::If(_, then, otherwise) => has_plain_call(then) || has_plain_call(otherwise),
+        _ => false,
+    })
+}
+
 impl Case {
+    /// Whether CPython can run the program: every call awaited.
+    pub fn is_valid_cpython(&self) -> bool {
+        !has_plain_call(&self.body)
+    }
+
     /// The program's source.
     pub fn source(&self) -> String {
         let mut out = String::from(PRELUDE);
@@ -175,7 +222,22 @@ const CONDITIONS: [&str; 3] = [
     "len(str(R[-1] if R else '')) > 8",
 ];
 
+fn coroutine(tool: usize, a: &Arg, loops: usize) -> String {
+    let (name, param) = TOOL_SIGNATURES[tool];
+    format!("{name}({param}={})", arg(a, loops))
+}
+
+fn coroutines(calls: &[(usize, Arg)], loops: usize) -> Vec<String> {
+    calls
+        .iter()
+        .map(|(tool, a)| coroutine(*tool, a, loops))
+        .collect()
+}
+
 fn render_stmt(out: &mut String, stmt: &Stmt, indent: usize, loops: usize) {
+    if render_coroutine_stmt(out, stmt, indent, loops) {
+        return;
+    }
     match stmt {
         Stmt::Call(c) => line(out, indent, &format!("v = {}; R.append(v)", call(c, loops))),
         Stmt::Gather(calls) => {
@@ -240,7 +302,109 @@ fn render_stmt(out: &mut String, stmt: &Stmt, indent: usize, loops: usize) {
             line(out, indent + 1, "print('caught', e)");
             line(out, indent + 1, "R.append(str(e))");
         }
+        // Rendered by render_coroutine_stmt.
+        _ => {}
     }
+}
+
+/// The statements that keep coroutines before awaiting them; false for
+/// the others.
+fn render_coroutine_stmt(out: &mut String, stmt: &Stmt, indent: usize, loops: usize) -> bool {
+    match stmt {
+        Stmt::StoredGather(calls) => {
+            let made = coroutines(calls, loops);
+            let names: Vec<String> = (0..made.len()).map(|k| format!("c{k}")).collect();
+            for (name, call) in names.iter().zip(&made) {
+                line(out, indent, &format!("{name} = {call}"));
+            }
+            line(
+                out,
+                indent,
+                &format!(
+                    "vs = await asyncio.gather({}); R.extend(vs)",
+                    names.join(", ")
+                ),
+            );
+        }
+        Stmt::Audited(tool, a) => line(
+            out,
+            indent,
+            &format!(
+                "v = await audited({}, {}); R.append(v)",
+                tool,
+                coroutine(*tool, a, loops)
+            ),
+        ),
+        Stmt::Made(a) => line(
+            out,
+            indent,
+            &format!("v = await make({}); R.append(v)", arg(a, loops)),
+        ),
+        Stmt::AwaitEach(calls) => {
+            line(
+                out,
+                indent,
+                &format!("cs = [{}]", coroutines(calls, loops).join(", ")),
+            );
+            line(out, indent, "for c in cs:");
+            line(out, indent + 1, "try:");
+            line(out, indent + 2, "v = await c");
+            line(out, indent + 1, "except ToolError as e:");
+            line(out, indent + 2, "print('stopped', e)");
+            line(out, indent + 2, "break");
+            line(out, indent + 1, "R.append(v)");
+        }
+        Stmt::AwaitOne(calls, pick) => {
+            let items: Vec<String> = coroutines(calls, loops)
+                .iter()
+                .enumerate()
+                .map(|(k, call)| format!("'k{k}': {call}"))
+                .collect();
+            let key = usize::from(*pick) % calls.len().max(1);
+            line(out, indent, &format!("d = {{{}}}", items.join(", ")));
+            line(out, indent, &format!("v = await d['k{key}']; R.append(v)"));
+        }
+        Stmt::CancelledTask(tool, a, started) => {
+            line(
+                out,
+                indent,
+                &format!("t = asyncio.create_task({})", coroutine(*tool, a, loops)),
+            );
+            if *started {
+                line(out, indent, "await asyncio.sleep(0)");
+            }
+            line(out, indent, "t.cancel()");
+            line(out, indent, "try:");
+            line(out, indent + 1, "R.append(await t)");
+            line(out, indent, "except asyncio.CancelledError:");
+            line(out, indent + 1, "print('cancelled')");
+        }
+        Stmt::GatherMap(tool, n) => {
+            let (name, param) = TOOL_SIGNATURES[*tool];
+            line(
+                out,
+                indent,
+                &format!(
+                    "vs = await asyncio.gather(*map(lambda s: {name}({param}=s), [str(j) for j in range({n})])); R.extend(vs)"
+                ),
+            );
+        }
+        Stmt::AsCompleted(calls) => {
+            // Tasks made in order: `as_completed` over bare coroutines
+            // starts them in set order, which CPython does not fix.
+            line(
+                out,
+                indent,
+                &format!(
+                    "for f in asyncio.as_completed([asyncio.create_task(c) for c in [{}]]):",
+                    coroutines(calls, loops).join(", ")
+                ),
+            );
+            line(out, indent + 1, "R.append(await f)");
+        }
+        _ => return false,
+    }
+    true
 }
 
 fn text() -> impl Strategy<Value = String> {
@@ -274,6 +438,25 @@ fn leaf() -> impl Strategy<Value = Stmt> {
         1 => arg_strategy().prop_map(Stmt::Helper),
         1 => ("[a-z]{1,4}", arg_strategy()).prop_map(|(tag, arg)| Stmt::Method(tag, arg)),
         3 => (0..5u8).prop_map(Stmt::Print),
+        4 => coroutine_leaf(),
+    ]
+}
+
+fn calls() -> impl Strategy<Value = Vec<(usize, Arg)>> {
+    prop::collection::vec((0..3usize, arg_strategy()), 1..4)
+}
+
+fn coroutine_leaf() -> impl Strategy<Value = Stmt> {
+    prop_oneof![
+        calls().prop_map(Stmt::StoredGather),
+        (0..3usize, arg_strategy()).prop_map(|(tool, a)| Stmt::Audited(tool, a)),
+        arg_strategy().prop_map(Stmt::Made),
+        calls().prop_map(Stmt::AwaitEach),
+        (calls(), any::<u8>()).prop_map(|(calls, pick)| Stmt::AwaitOne(calls, pick)),
+        (0..3usize, arg_strategy(), any::<bool>())
+            .prop_map(|(tool, a, started)| Stmt::CancelledTask(tool, a, started)),
+        (0..3usize, 0..4u8).prop_map(|(tool, n)| Stmt::GatherMap(tool, n)),
+        calls().prop_map(Stmt::AsCompleted),
     ]
 }
 

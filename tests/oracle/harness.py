@@ -1,10 +1,20 @@
-"""The CPython 3.11 oracle: runs a program exactly as a baton child would
-(same rewrite, same runtime shim, same clock, same entropy stream), with tool
-answers computed in-process by `answers.answer`, or taken from a table.
+"""The CPython 3.11 oracle, in two modes, with tool answers computed
+in-process by `answers.answer`, or taken from a table.
+
+- "native" (the default): the user's source as written, run by CPython's
+  own compiler and asyncio, every tool an `async def`-style coroutine
+  function whose call is sent when the coroutine is awaited; the calls
+  pending when no task can run are one round. No rewrite and none of
+  baton's call machinery: this is what CPython does with the program.
+  The runtime shim still provides the clock, entropy, captured output, the
+  fence, the workspace and the report, so only the call semantics differ.
+- "runtime": the program exactly as a baton child runs it (same rewrite,
+  same runtime shim), for programs that use baton's extensions (calls
+  without `await`), which CPython cannot run.
 
 Reads one JSON object on stdin:
   {"program": <the JSON `baton program` prints>, "seed": "<64 hex>",
-   "wall0": float, "step": float,
+   "wall0": float, "step": float, "mode": optional "native" | "runtime",
    "answer_table": optional [{"ok": bool, "value": any, "message": str}...]}
 With a table, the n-th call of the run (counting from 0 over all rounds)
 gets entry n modulo its length (the differential fuzzer's answers).
@@ -25,6 +35,7 @@ import json
 import time
 import types
 import hashlib
+import asyncio
 
 os.environ["TZ"] = "UTC"
 time.tzset()
@@ -37,18 +48,22 @@ import answers  # noqa: E402
 
 
 def _plain(value, depth):
+    # Exact types, as src/vm/to_json.rs checks them natively: a tool call
+    # (which stands for its value when the program looks at its class) is
+    # not plain.
+    kind = type(value)
     if depth > 100:
         return False
-    if value is None or isinstance(value, (str, bool)):
+    if value is None or kind in (str, bool):
         return True
-    if isinstance(value, int):
+    if kind is int:
         return -(1 << 63) <= value < (1 << 64)
-    if isinstance(value, float):
+    if kind is float:
         return value == value and value not in (float("inf"), float("-inf"))
-    if isinstance(value, (list, tuple)):
+    if kind in (list, tuple):
         return all(_plain(v, depth + 1) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain(v, depth + 1) for k, v in value.items())
+    if kind is dict:
+        return all(type(k) is str and _plain(v, depth + 1) for k, v in value.items())
     return False
 
 
@@ -82,9 +97,26 @@ class FakeBaton(types.ModuleType):
     def sleep(self, secs):
         self.slept += max(0.0, float(secs))
 
-    def compile(self, compile_fn, source, filename, flags):
+    def compile(self, compile_fn, source, filename, mode, flags):
         # CPython's compile does not panic: nothing to guard.
-        return compile_fn(source, filename, "exec", flags, True)
+        return compile_fn(source, filename, mode, flags, True)
+
+    def name_error(self, name):
+        # Mirrors src/workspace.rs `name_problem` (the child asks the Rust one).
+        import unicodedata
+        if not name or len(name.encode()) > 1024:
+            return (36, "invalid file name %r: it must have 1 to 1024 bytes" % name)
+        if any(unicodedata.category(c) == "Cc" or c == "\\" for c in name):
+            return (22, "invalid file name %r: control characters and backslashes are not allowed" % name)
+        if any(c in "\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069" for c in name):
+            return (22, "invalid file name %r: bidirectional text control characters are not allowed" % name)
+        for part in name.split("/"):
+            if len(part.encode()) > 255:
+                return (36, "invalid file name %r: a path part is longer than 255 bytes" % name)
+            if not part or set(unicodedata.normalize("NFKC", part)) <= {"."}:
+                return (22, "invalid file name %r: empty path parts and parts made only of dots "
+                            "(`.`, `..`, `．．`) are not allowed" % name)
+        return None
 
     def dumps(self, value):
         # Mirrors src/vm/to_json.rs: plain values only, else None.
@@ -131,6 +163,142 @@ class FakeBaton(types.ModuleType):
         return results
 
 
+class IdleSelector:
+    """A selector with no I/O: when the loop has nothing to run, the calls
+    pending in `NativeCalls` are one round; a timer advances the clock."""
+
+    def __init__(self, calls):
+        self.calls = calls
+
+    def select(self, timeout=None):
+        if timeout is not None and timeout <= 0:
+            return []
+        if self.calls.pending:
+            self.calls.flush()
+            return []
+        if timeout is None:
+            raise RuntimeError("the program awaits something that can never complete")
+        time.sleep(timeout)
+        return []
+
+    def close(self):
+        pass
+
+
+class NativeCalls:
+    """The tools of a native run: each a function that makes a real
+    coroutine; awaiting it registers the call; a round is every call
+    registered when no task can run."""
+
+    def __init__(self, fake, runtime, program):
+        self.fake, self.runtime = fake, runtime
+        self.pending = []
+        self.made = []
+        self.max_input = program.get("max_input_bytes", 1 << 20)
+
+    def flush(self):
+        batch, self.pending[:] = list(self.pending), []
+        answers = self.fake.pause([0] * len(batch), [b[0] for b in batch], [b[1] for b in batch],
+                                  [0] * len(batch), "")
+        for (_, _, future), answer in zip(batch, answers):
+            if not future.done():
+                future.set_result(answer)
+
+    async def call(self, tool, text):
+        future = asyncio.get_running_loop().create_future()
+        entry = (tool, text, future)
+        self.pending.append(entry)
+        try:
+            ok, payload = await future
+        except BaseException:
+            if entry in self.pending:
+                self.pending.remove(entry)
+            raise
+        if ok:
+            return json.loads(payload)
+        raise self.runtime.ToolError(payload, tool)
+
+    def function(self, tool):
+        site = self.runtime.Site(-1, tool["original"], tool["python"], tool["params"], tool["required"],
+                                 "Deferred", 0, self.max_input)
+        calls = self
+
+        def make(*args, **kwargs):
+            text = site._input(args, kwargs)
+            coroutine = calls.call(tool["original"], text)
+            calls.made.append((coroutine, sys._getframe(1).f_lineno, tool["python"]))
+            return coroutine
+
+        make.__name__ = make.__qualname__ = tool["python"]
+        return make
+
+    def never_awaited(self):
+        """The runtime's warning for every coroutine never started."""
+        import inspect
+        for coroutine, line, name in self.made:
+            if inspect.getcoroutinestate(coroutine) == inspect.CORO_CREATED:
+                coroutine.close()
+                sys.stderr.write("%s:%d: RuntimeWarning: coroutine '%s' was never awaited (the tool was not called)\n"
+                                 % (self.runtime.FILENAME, line, name))
+        self.made = []
+
+
+def run_native(runtime, fake, program):
+    """Runs the program's own source under CPython with coroutine tools."""
+    import asyncio.base_events
+    import warnings
+
+    warnings.simplefilter("ignore", RuntimeWarning)
+    calls = NativeCalls(fake, runtime, program)
+
+    class Loop(asyncio.base_events.BaseEventLoop):
+        def __init__(self):
+            super().__init__()
+            self._selector = IdleSelector(calls)
+
+        def _process_events(self, event_list):
+            pass
+
+        def _write_to_self(self):
+            pass
+
+    class Policy(asyncio.DefaultEventLoopPolicy):
+        _loop_factory = Loop
+
+    asyncio.set_event_loop_policy(Policy())
+    sys.stdout = runtime._Stream(1, "<stdout>")
+    sys.stderr = runtime._Stream(2, "<stderr>")
+    runtime._reseed()
+    source = program["original"]
+    runtime.linecache.cache[runtime.FILENAME] = (len(source), None, source.splitlines(True), runtime.FILENAME)
+    runtime._WS.reset(fake.workspace(), program["workspace_bytes"], program["workspace_files"])
+    g = {"__name__": "__main__", "__builtins__": __builtins__, "__doc__": None}
+    g.update(runtime.PRE_IMPORTED)
+    funcs = {t["python"]: calls.function(t) for t in program["tools"]}
+    g.update(funcs)
+    if "tools" not in funcs:
+        g["tools"] = runtime._Tools(funcs)
+    g["ToolError"] = g["ToolExecutionError"] = runtime.ToolError
+    try:
+        code = runtime._real_compile(source, runtime.FILENAME, "exec", runtime.PyCF_ALLOW_TOP_LEVEL_AWAIT, True)
+        if code.co_flags & runtime.CO_COROUTINE:
+            loop = Loop()
+            asyncio.set_event_loop(loop)
+            loop.run_until_complete(eval(code, g))
+        else:
+            exec(code, g)
+    except SystemExit as e:
+        calls.never_awaited()
+        return None if e.code in (None, 0) else "SystemExit: %s" % (e.code,)
+    except BaseException as e:
+        calls.never_awaited()
+        runtime._report(e)
+        return runtime._error_line(e)
+    calls.never_awaited()
+    runtime._WS.finish()
+    return None
+
+
 def main():
     request = json.load(sys.stdin)
     real_stdout = sys.stdout
@@ -153,7 +321,10 @@ def main():
     # The zygote's warm-up reads the clock and entropy with fixed values;
     # a child then starts from the execution's own.
     fake.reads, fake.slept = 0, 0.0
-    error = runtime.run(json.dumps(request["program"]))
+    if request.get("mode", "native") == "native":
+        error = run_native(runtime, fake, request["program"])
+    else:
+        error = runtime.run(json.dumps(request["program"]))
     sys.stdout = real_stdout
     json.dump({
         "stdout": "".join(fake.out),
