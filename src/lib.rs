@@ -12,6 +12,7 @@ pub mod rewrite;
 pub mod sandbox;
 pub mod server;
 pub mod service;
+pub mod state;
 pub mod store;
 pub mod token;
 pub mod tools;

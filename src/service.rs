@@ -1,9 +1,6 @@
 //! The durable execution service: the protocol's start, continue, cancel and
-//! inspect on top of the engine, the store and the tokens.
-//!
-//! Keys in the store: `r/<id>` the [`ExecutionRecord`], `s/<id>` the small
-//! [`ExecState`] (status, round, owner, expiry), `q/<request id>` the
-//! execution a client request id started (for cancel).
+//! inspect on top of the engine, the store and the tokens. What is stored,
+//! and under which keys, is [`crate::state`]'s.
 //!
 //! Invariants:
 //! - A pause's record and state are flushed to disk (group commit) before
@@ -11,61 +8,39 @@
 //! - A round is continued at most once: the continuation claims it by a
 //!   compare-and-swap of the state from `Paused(round)` to `Running(round)`,
 //!   after the results were validated (a bad request leaves it paused).
-//! - An execution of another API key answers exactly like a missing one.
+//! - A retried continuation (same token, same results) gets the answer that
+//!   continuation led to, for as long as the execution is kept, after a
+//!   restart too: the claim stores the results' digest with the state, and
+//!   an ended execution keeps its outcome. Other results: 409.
+//! - An execution of another API key answers exactly like a missing one; a
+//!   request id is scoped to its key.
 //! - At start-up, states left `Running` by a dead server go back to
 //!   `Paused`, so the last durable pause stays continuable.
 
-use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::api::error::ApiError;
 use crate::api::views::ExecutionView;
 use crate::engine::{Engine, ExecutionSpec, ResumeKind, Step};
 use crate::journal::{CallRecord, CallResult, ExecutionRecord, PendingRound, WorkspaceFile};
+use crate::state::{
+    Answered, EarlyCancel, EndedOutcome, ExecState, RequestLink, Status, early_cancel_key,
+    id_of_state_key, outcome_key, record_key, request_key, results_digest, state_key,
+};
 use crate::store::{Durability, Store};
 use crate::token::{SigningKeys, TokenError};
 use crate::tools::ToolDef;
 use crate::workspace::{FileMeta, Files, WorkspaceError};
 
-/// Where an execution stands, as stored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Status {
-    /// Code is running (a request is in flight).
-    Running,
-    /// Waiting for the client's results.
-    Paused,
-    /// Ended successfully.
-    Completed,
-    /// Ended with an error.
-    Failed,
-    /// Cancelled by the client.
-    Cancelled,
-}
+/// How long a cancel that came before its request is remembered, seconds.
+pub const EARLY_CANCEL_SECS: u64 = 60;
 
-/// The small per-execution state the claim works on.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ExecState {
-    /// Status.
-    pub status: Status,
-    /// Number of pauses so far (the round a token continues).
-    pub round: u32,
-    /// Identity of the API key that started it.
-    pub owner: [u8; 8],
-    /// Unix seconds after which the state may be swept.
-    pub expires_at: u64,
-}
-
-impl ExecState {
-    fn encode(&self) -> Vec<u8> {
-        bincode::serialize(self).unwrap_or_default()
-    }
-
-    fn decode(bytes: &[u8]) -> Option<Self> {
-        bincode::deserialize(bytes).ok()
-    }
-}
+/// How often a retried continuation looks whether the original is done.
+const RETRY_POLL: Duration = Duration::from_millis(10);
 
 /// Settings of the service.
 #[derive(Clone, Debug)]
@@ -158,6 +133,19 @@ pub enum Reply {
     },
 }
 
+/// What a cancel found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CancelOutcome {
+    /// The execution was running or paused, and is now cancelled (or had
+    /// been cancelled already).
+    Cancelled,
+    /// The execution had already ended, with this status.
+    Ended(Status),
+    /// No request with this id yet: a request that comes with it within
+    /// [`EARLY_CANCEL_SECS`] is cancelled on arrival.
+    Pending,
+}
+
 /// The service.
 pub struct Service {
     engine: Arc<Engine>,
@@ -166,24 +154,50 @@ pub struct Service {
     durability: Durability,
     keys: SigningKeys,
     config: ServiceConfig,
+    /// Request-id keys of the requests being served now.
+    in_flight: Mutex<HashSet<Vec<u8>>>,
+}
+
+/// A client request id marked in flight; unmarked when dropped.
+struct InFlight<'a> {
+    set: &'a Mutex<HashSet<Vec<u8>>>,
+    key: Vec<u8>,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut set) = self.set.lock() {
+            set.remove(&self.key);
+        }
+    }
+}
+
+/// What the service knows of a request's client request id.
+struct RequestId<'a> {
+    /// The id, when the request carried one.
+    id: Option<&'a str>,
+    /// Keeps it marked in flight while the request is served.
+    _in_flight: Option<InFlight<'a>>,
+    /// Whether a cancel for it came first.
+    cancelled_early: bool,
+}
+
+/// The digest of a continuation's results as the client sent them.
+fn digest_of(results: &[ToolResult]) -> [u8; 32] {
+    results_digest(results.iter().map(|r| {
+        (
+            r.call_id.as_str(),
+            r.is_error,
+            r.result.to_string(),
+            r.error_message.as_deref(),
+        )
+    }))
 }
 
 fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
-}
-
-fn state_key(id: &[u8; 16]) -> Vec<u8> {
-    [b"s/".as_slice(), id].concat()
-}
-
-fn record_key(id: &[u8; 16]) -> Vec<u8> {
-    [b"r/".as_slice(), id].concat()
-}
-
-fn request_key(request_id: &str) -> Vec<u8> {
-    [b"q/".as_slice(), request_id.as_bytes()].concat()
 }
 
 /// Maps a file store failure to the API's errors.
@@ -215,7 +229,70 @@ impl Service {
             durability,
             keys,
             config,
+            in_flight: Mutex::new(HashSet::new()),
         }
+    }
+
+    /// Marks the request's client id in flight (a second request with the
+    /// same id while the first is served: 409) and takes a cancel that came
+    /// before it.
+    fn begin_request<'a>(
+        &'a self,
+        owner: [u8; 8],
+        request_id: Option<&'a str>,
+    ) -> Result<RequestId<'a>, ApiError> {
+        let Some(id) = request_id.filter(|r| !r.is_empty()) else {
+            return Ok(RequestId {
+                id: None,
+                _in_flight: None,
+                cancelled_early: false,
+            });
+        };
+        let key = request_key(owner, id);
+        let fresh = self
+            .in_flight
+            .lock()
+            .map_err(|_| ApiError::Internal("the request table is poisoned".into()))?
+            .insert(key.clone());
+        if !fresh {
+            return Err(ApiError::RequestInFlight);
+        }
+        let guard = InFlight {
+            set: &self.in_flight,
+            key,
+        };
+        let early = early_cancel_key(owner, id);
+        let cancelled_early = match self.store.get(&early).map_err(store_error)? {
+            Some(bytes) => {
+                self.store.delete(&early).map_err(store_error)?;
+                EarlyCancel::decode(&bytes).is_some_and(|c| c.until >= now_secs())
+            }
+            None => false,
+        };
+        Ok(RequestId {
+            id: Some(id),
+            _in_flight: Some(guard),
+            cancelled_early,
+        })
+    }
+
+    /// Links a client request id to the execution it starts or continues.
+    fn link_request(
+        &self,
+        owner: [u8; 8],
+        request: &RequestId<'_>,
+        execution: [u8; 16],
+    ) -> Result<(), ApiError> {
+        let Some(id) = request.id else {
+            return Ok(());
+        };
+        let link = RequestLink {
+            execution,
+            expires_at: now_secs() + self.config.paused_ttl_secs + self.config.ended_ttl_secs,
+        };
+        self.store
+            .put(&request_key(owner, id), &link.encode())
+            .map_err(store_error)
     }
 
     /// The engine (for metrics).
@@ -276,6 +353,7 @@ impl Service {
 
     /// Starts an execution and runs it to its first pause or its end.
     pub async fn start(&self, owner: [u8; 8], request: StartRequest) -> Result<Reply, ApiError> {
+        let request_id = self.begin_request(owner, request.request_id.as_deref())?;
         let session_id = request
             .session_id
             .filter(|s| !s.is_empty())
@@ -299,14 +377,14 @@ impl Service {
             round: 0,
             owner,
             expires_at: now_secs() + self.config.paused_ttl_secs,
+            answered: None,
         };
         self.store
             .put(&state_key(&record.id), &state.encode())
             .map_err(store_error)?;
-        if let Some(request_id) = request.request_id.filter(|r| !r.is_empty()) {
-            self.store
-                .put(&request_key(&request_id), &record.id)
-                .map_err(store_error)?;
+        self.link_request(owner, &request_id, record.id)?;
+        if request_id.cancelled_early {
+            return self.cancel_now(record, state).await;
         }
         metrics::counter!("baton_executions_started_total").increment(1);
         let started = std::time::Instant::now();
@@ -319,12 +397,14 @@ impl Service {
         self.settle(record, state, step).await
     }
 
-    /// Continues a paused execution with the client's results.
+    /// Continues a paused execution with the client's results; a retry of a
+    /// continuation already made gets that continuation's answer.
     pub async fn continue_with(
         &self,
         owner: [u8; 8],
         token: &str,
         results: Vec<ToolResult>,
+        request_id: Option<&str>,
     ) -> Result<Reply, ApiError> {
         let claims = self.keys.verify(token, now_secs()).map_err(|e| match e {
             TokenError::Expired => ApiError::Expired,
@@ -334,16 +414,34 @@ impl Service {
             return Err(ApiError::InvalidToken);
         }
         let id = claims.execution_id;
+        let digest = digest_of(&results);
+        let request_id = self.begin_request(owner, request_id)?;
         let (state_bytes, state) = self.load_state(&id, owner)?;
-        check_claimable(&state, claims.round)?;
+        self.link_request(owner, &request_id, id)?;
+        if let Err(refused) = check_claimable(&state, claims.round) {
+            return self
+                .answer_retry(&id, owner, claims.round, digest, refused)
+                .await;
+        }
         let mut record = self.load_record(&id)?;
+        if request_id.cancelled_early {
+            return self.cancel_now(record, state).await;
+        }
         let pending = record.pending.as_ref().ok_or(ApiError::AlreadyUsed)?;
         let ordered = order_results(pending, results)?;
         let running = ExecState {
             status: Status::Running,
+            answered: Some(Answered {
+                round: claims.round,
+                digest,
+            }),
             ..state.clone()
         };
-        self.claim(&id, &state_bytes, &running, claims.round)?;
+        if let Err(refused) = self.claim(&id, &state_bytes, &running, claims.round) {
+            return self
+                .answer_retry(&id, owner, claims.round, digest, refused)
+                .await;
+        }
         let started = std::time::Instant::now();
         let resumed = self.engine.resume(&mut record, ordered).await;
         let (step, kind) = match resumed {
@@ -361,6 +459,58 @@ impl Service {
         self.settle(record, running, step).await
     }
 
+    /// The answer to a continuation of `round` that cannot claim it: when
+    /// it repeats the continuation that claimed it (same results), the
+    /// answer that continuation led to (waiting for it while it runs);
+    /// otherwise `refused`.
+    async fn answer_retry(
+        &self,
+        id: &[u8; 16],
+        owner: [u8; 8],
+        round: u32,
+        digest: [u8; 32],
+        refused: ApiError,
+    ) -> Result<Reply, ApiError> {
+        let this = Some(Answered { round, digest });
+        let give_up = std::time::Instant::now()
+            + Duration::from_millis(*crate::api::request::TIMEOUT_RANGE_MS.end())
+            + Duration::from_secs(10);
+        loop {
+            let (_, state) = self.load_state(id, owner)?;
+            if state.answered != this {
+                return Err(refused);
+            }
+            match state.status {
+                Status::Running if std::time::Instant::now() < give_up => {
+                    tokio::time::sleep(RETRY_POLL).await;
+                }
+                Status::Running => return Err(ApiError::InProgress),
+                Status::Paused => {
+                    let record = self.load_record(id)?;
+                    let calls = record
+                        .pending
+                        .as_ref()
+                        .map(|p| p.calls.clone())
+                        .ok_or(ApiError::AlreadyUsed)?;
+                    let token = self.keys.sign(*id, state.round, owner, state.expires_at);
+                    metrics::counter!("baton_retried_continuations_total").increment(1);
+                    return Ok(Reply::Paused {
+                        execution_id: record.id_hex(),
+                        session_id: record.session_id,
+                        token,
+                        calls,
+                    });
+                }
+                Status::Cancelled => return Err(ApiError::Cancelled),
+                Status::Completed | Status::Failed => {
+                    let outcome = self.load_outcome(id)?.ok_or(refused)?;
+                    metrics::counter!("baton_retried_continuations_total").increment(1);
+                    return Ok(Reply::from_outcome(hex::encode(id), outcome));
+                }
+            }
+        }
+    }
+
     /// Persists the outcome of a step and makes the reply.
     async fn settle(
         &self,
@@ -370,26 +520,22 @@ impl Service {
     ) -> Result<Reply, ApiError> {
         if self.is_cancelled(&record.id) {
             self.engine.evict(&record.id);
-            return Ok(ended(
-                record,
-                Some("Execution was cancelled".into()),
-                Vec::new(),
-            ));
+            return Ok(cancelled_reply(&record));
         }
         match step {
             Step::Paused(calls) => {
                 if record.round_count() > self.config.max_rounds {
                     self.engine.evict(&record.id);
-                    self.end(&record, &state, Status::Failed).await?;
-                    return Err(ApiError::TooManyRounds(self.config.max_rounds));
+                    let error = ApiError::TooManyRounds(self.config.max_rounds);
+                    self.end(&record, &state, Some(error.to_string()), Vec::new())
+                        .await?;
+                    return Err(error);
                 }
                 metrics::counter!("baton_rounds_total").increment(1);
                 let record_bytes = record.encode();
                 if let Some(error) = self.oversized(record_bytes.len()) {
                     self.engine.evict(&record.id);
-                    self.end(&record, &state, Status::Failed).await?;
-                    record.pending = None;
-                    return Ok(ended(record, Some(error), Vec::new()));
+                    return self.end(&record, &state, Some(error), Vec::new()).await;
                 }
                 let token = self.persist_pause(&record, &record_bytes, &state).await?;
                 Ok(Reply::Paused {
@@ -406,17 +552,14 @@ impl Service {
                     .files
                     .keep_produced(state.owner, &record.session_id, produced)
                     .map_err(workspace_error)?;
-                self.end(&record, &state, Status::Completed).await?;
-                Ok(ended(record, None, files))
+                self.end(&record, &state, None, files).await
             }
             Step::Failed(error) => {
                 metrics::counter!("baton_executions_failed_total").increment(1);
                 if error.starts_with("Non-deterministic") {
                     metrics::counter!("baton_nondeterminism_errors_total").increment(1);
                 }
-                self.end(&record, &state, Status::Failed).await?;
-                record.pending = None;
-                Ok(ended(record, Some(error), Vec::new()))
+                self.end(&record, &state, Some(error), Vec::new()).await
             }
         }
     }
@@ -444,6 +587,7 @@ impl Service {
             round,
             owner: state.owner,
             expires_at,
+            answered: state.answered,
         };
         let state_bytes = paused.encode();
         self.store
@@ -459,26 +603,54 @@ impl Service {
         Ok(self.keys.sign(record.id, round, state.owner, expires_at))
     }
 
+    /// Ends an execution: its state says how, its outcome is kept in place
+    /// of its record (in one batch, made durable), and the reply is that
+    /// outcome.
     async fn end(
         &self,
         record: &ExecutionRecord,
         state: &ExecState,
-        status: Status,
-    ) -> Result<(), ApiError> {
+        error: Option<String>,
+        files: Vec<FileMeta>,
+    ) -> Result<Reply, ApiError> {
         let ended = ExecState {
-            status,
+            status: if error.is_none() {
+                Status::Completed
+            } else {
+                Status::Failed
+            },
             round: record.round_count() as u32,
             owner: state.owner,
             expires_at: now_secs() + self.config.ended_ttl_secs,
+            answered: state.answered,
         };
-        let state_bytes = ended.encode();
+        let outcome = EndedOutcome {
+            error,
+            stdout: record.stdout.clone(),
+            stderr: record.stderr.clone(),
+            files,
+            session_id: record.session_id.clone(),
+        };
         self.store
             .apply_batch(
-                &[(&state_key(&record.id), &state_bytes)],
+                &[
+                    (&state_key(&record.id), &ended.encode()),
+                    (&outcome_key(&record.id), &outcome.encode()),
+                ],
                 &[&record_key(&record.id)],
             )
             .map_err(store_error)?;
-        self.durability.durable().await.map_err(store_error)
+        self.durability.durable().await.map_err(store_error)?;
+        Ok(Reply::from_outcome(record.id_hex(), outcome))
+    }
+
+    fn load_outcome(&self, id: &[u8; 16]) -> Result<Option<EndedOutcome>, ApiError> {
+        match self.store.get(&outcome_key(id)).map_err(store_error)? {
+            None => Ok(None),
+            Some(bytes) => EndedOutcome::decode(&bytes)
+                .map(Some)
+                .ok_or_else(|| ApiError::Corrupt("Execution outcome is corrupt".into())),
+        }
     }
 
     fn load_state(&self, id: &[u8; 16], owner: [u8; 8]) -> Result<(Vec<u8>, ExecState), ApiError> {
@@ -551,30 +723,41 @@ impl Service {
         )
     }
 
-    /// Cancels the execution a client request id started. Returns whether
-    /// there was one (of this key) to cancel.
-    pub async fn cancel(&self, owner: [u8; 8], request_id: &str) -> Result<bool, ApiError> {
-        let Some(id) = self
+    /// Cancels the execution a client request id (of this key) started or
+    /// continued. An id no request has carried yet is remembered for
+    /// [`EARLY_CANCEL_SECS`] and cancels its request when it comes.
+    pub async fn cancel(
+        &self,
+        owner: [u8; 8],
+        request_id: &str,
+    ) -> Result<CancelOutcome, ApiError> {
+        let link = self
             .store
-            .get(&request_key(request_id))
+            .get(&request_key(owner, request_id))
             .map_err(store_error)?
-        else {
-            return Ok(false);
+            .and_then(|bytes| RequestLink::decode(&bytes));
+        let Some(link) = link else {
+            let early = EarlyCancel {
+                until: now_secs() + EARLY_CANCEL_SECS,
+            };
+            self.store
+                .put(&early_cancel_key(owner, request_id), &early.encode())
+                .map_err(store_error)?;
+            return Ok(CancelOutcome::Pending);
         };
-        let Ok(id) = <[u8; 16]>::try_from(id.as_slice()) else {
-            return Ok(false);
-        };
+        let id = link.execution;
         loop {
             let (bytes, state) = match self.load_state(&id, owner) {
                 Ok(found) => found,
-                Err(ApiError::NotFound) => return Ok(false),
+                Err(ApiError::NotFound) => return Ok(CancelOutcome::Ended(Status::Cancelled)),
                 Err(other) => return Err(other),
             };
-            if matches!(
-                state.status,
-                Status::Completed | Status::Failed | Status::Cancelled
-            ) {
-                return Ok(true);
+            match state.status {
+                Status::Cancelled => return Ok(CancelOutcome::Cancelled),
+                Status::Completed | Status::Failed => {
+                    return Ok(CancelOutcome::Ended(state.status));
+                }
+                Status::Running | Status::Paused => {}
             }
             let cancelled = ExecState {
                 status: Status::Cancelled,
@@ -589,9 +772,33 @@ impl Service {
                 self.store.delete(&record_key(&id)).map_err(store_error)?;
                 self.engine.kill(&id);
                 self.durability.durable().await.map_err(store_error)?;
-                return Ok(true);
+                metrics::counter!("baton_executions_cancelled_total").increment(1);
+                return Ok(CancelOutcome::Cancelled);
             }
         }
+    }
+
+    /// Cancels an execution whose request came after its cancel.
+    async fn cancel_now(
+        &self,
+        record: ExecutionRecord,
+        state: ExecState,
+    ) -> Result<Reply, ApiError> {
+        let cancelled = ExecState {
+            status: Status::Cancelled,
+            expires_at: now_secs() + self.config.ended_ttl_secs,
+            ..state
+        };
+        self.store
+            .apply_batch(
+                &[(&state_key(&record.id), &cancelled.encode())],
+                &[&record_key(&record.id)],
+            )
+            .map_err(store_error)?;
+        self.engine.kill(&record.id);
+        self.durability.durable().await.map_err(store_error)?;
+        metrics::counter!("baton_executions_cancelled_total").increment(1);
+        Ok(cancelled_reply(&record))
     }
 
     /// What an operator sees of an execution.
@@ -601,11 +808,16 @@ impl Service {
             .and_then(|bytes| <[u8; 16]>::try_from(bytes.as_slice()).ok())
             .ok_or(ApiError::NotFound)?;
         let (_, state) = self.load_state(&id, owner)?;
-        let record = match state.status {
-            Status::Paused | Status::Running => Some(self.load_record(&id)?),
-            _ => None,
+        let (record, outcome) = match state.status {
+            Status::Paused | Status::Running => (Some(self.load_record(&id)?), None),
+            _ => (None, self.load_outcome(&id)?),
         };
-        Ok(ExecutionView::new(id_hex, &state, record.as_ref()))
+        Ok(ExecutionView::new(
+            id_hex,
+            &state,
+            record.as_ref(),
+            outcome.as_ref(),
+        ))
     }
 
     /// At start-up: rounds left running by a dead server become paused again.
@@ -648,35 +860,65 @@ impl Service {
             .map_err(workspace_error)
     }
 
-    /// Deletes expired executions; returns how many.
+    /// Deletes expired executions, request-id links and early cancels;
+    /// returns how many executions.
     pub fn sweep(&self, now: u64) -> Result<usize, ApiError> {
         let mut swept = 0;
         for (key, bytes) in self.store.scan_prefix(b"s/").map_err(store_error)? {
             let expired = ExecState::decode(&bytes)
                 .is_none_or(|s| s.expires_at <= now && s.status != Status::Running);
-            if !expired || key.len() != 18 {
+            let Some(id) = id_of_state_key(&key).filter(|_| expired) else {
                 continue;
-            }
-            let mut id = [0u8; 16];
-            id.copy_from_slice(&key[2..]);
+            };
             self.engine.evict(&id);
             self.store
-                .apply_batch(&[], &[&key, &record_key(&id)])
+                .apply_batch(&[], &[&key, &record_key(&id), &outcome_key(&id)])
                 .map_err(store_error)?;
             swept += 1;
         }
+        self.sweep_prefix(b"q/", |bytes| {
+            RequestLink::decode(bytes).is_none_or(|link| link.expires_at <= now)
+        })?;
+        self.sweep_prefix(b"c/", |bytes| {
+            EarlyCancel::decode(bytes).is_none_or(|early| early.until <= now)
+        })?;
         Ok(swept)
+    }
+
+    /// Deletes the keys under `prefix` whose value `expired` says so.
+    fn sweep_prefix(&self, prefix: &[u8], expired: impl Fn(&[u8]) -> bool) -> Result<(), ApiError> {
+        for (key, bytes) in self.store.scan_prefix(prefix).map_err(store_error)? {
+            if expired(&bytes) {
+                self.store.delete(&key).map_err(store_error)?;
+            }
+        }
+        Ok(())
     }
 }
 
-fn ended(record: ExecutionRecord, error: Option<String>, files: Vec<FileMeta>) -> Reply {
+impl Reply {
+    /// The reply of an ended execution.
+    fn from_outcome(execution_id: String, outcome: EndedOutcome) -> Reply {
+        Reply::Ended {
+            execution_id,
+            session_id: outcome.session_id,
+            error: outcome.error,
+            stdout: outcome.stdout,
+            stderr: outcome.stderr,
+            files: outcome.files,
+        }
+    }
+}
+
+/// The reply to a request whose execution was cancelled.
+fn cancelled_reply(record: &ExecutionRecord) -> Reply {
     Reply::Ended {
         execution_id: record.id_hex(),
-        session_id: record.session_id,
-        error,
-        stdout: record.stdout,
-        stderr: record.stderr,
-        files,
+        session_id: record.session_id.clone(),
+        error: Some(ApiError::Cancelled.to_string()),
+        stdout: record.stdout.clone(),
+        stderr: record.stderr.clone(),
+        files: Vec::new(),
     }
 }
 

@@ -40,7 +40,7 @@ pub struct StoredFile {
 }
 
 /// What a listing shows of a file.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileMeta {
     /// File id (hex).
     pub id: String,

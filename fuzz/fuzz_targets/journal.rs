@@ -13,7 +13,7 @@ use baton::engine::program::program_json;
 use baton::engine::{ExecLimits, start_job};
 use baton::journal::ExecutionRecord;
 use baton::sandbox::protocol::{ToChild, decode_body, encode_frame};
-use baton::service::{ExecState, Status};
+use baton::state::{ExecState, Status};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -30,8 +30,9 @@ fuzz_target!(|data: &[u8]| {
         round: 1,
         owner: [0; 8],
         expires_at: 0,
+        answered: None,
     };
-    let view = ExecutionView::new(&record.id_hex(), &state, Some(&record));
+    let view = ExecutionView::new(&record.id_hex(), &state, Some(&record), None);
     if let Err(error) = serde_json::to_string(&view) {
         panic!("the inspection view does not render: {error}");
     }

@@ -30,6 +30,9 @@ pub enum ApiError {
     /// The execution was cancelled (409).
     #[error("Execution was cancelled")]
     Cancelled,
+    /// Another request with the same client request id is being served (409).
+    #[error("A request with this X-LibreChat-Code-Request-ID is already in progress")]
+    RequestInFlight,
     /// Unknown or deleted execution (404).
     #[error("Execution not found or expired")]
     NotFound,
@@ -61,9 +64,10 @@ impl ApiError {
             | ApiError::InvalidToken
             | ApiError::Expired
             | ApiError::TooManyRounds(_) => StatusCode::BAD_REQUEST,
-            ApiError::AlreadyUsed | ApiError::InProgress | ApiError::Cancelled => {
-                StatusCode::CONFLICT
-            }
+            ApiError::AlreadyUsed
+            | ApiError::InProgress
+            | ApiError::Cancelled
+            | ApiError::RequestInFlight => StatusCode::CONFLICT,
             ApiError::NotFound | ApiError::FileNotFound => StatusCode::NOT_FOUND,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,

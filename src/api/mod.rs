@@ -158,7 +158,7 @@ fn authorized_body(
 #[utoipa::path(post, path = "/exec/programmatic", tag = "exec",
     request_body(content = ExecBody, description = "A start or a continuation"),
     params(("x-librechat-code-request-id" = Option<String>, Header,
-        description = "The client's id for this start, for cancel")),
+        description = "The client's id for this request (a start or a continuation), for cancel")),
     responses((status = 200, description = "Paused at tool calls, completed, or failed in the code",
         body = ExecReply), Failures))]
 async fn exec(
@@ -172,7 +172,10 @@ async fn exec(
         .and_then(|v| v.to_str().ok());
     let reply = match request::decode_exec(&body, request_id)? {
         ExecRequest::Continue { token, results } => {
-            state.service.continue_with(owner, &token, results).await?
+            state
+                .service
+                .continue_with(owner, &token, results, request_id)
+                .await?
         }
         ExecRequest::Start(start) => state.service.start(owner, start).await?,
     };
@@ -182,7 +185,8 @@ async fn exec(
 /// `POST /exec/programmatic/cancel`: cancels the execution of a request id.
 #[utoipa::path(post, path = "/exec/programmatic/cancel", tag = "exec",
     request_body = CancelBody,
-    responses((status = 200, description = "Cancelled", body = CancelView), Failures))]
+    responses((status = 200, description = "What the cancel found: cancelled, already ended, or pending (the request has not come yet)",
+        body = CancelView), Failures))]
 async fn cancel(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
@@ -190,15 +194,8 @@ async fn cancel(
 ) -> Result<Response, ApiError> {
     let (owner, body) = authorized_body(&state, &headers, body)?;
     let request_id = request::decode_cancel(&body)?;
-    if state.service.cancel(owner, &request_id).await? {
-        let view = CancelView {
-            status: "cancelled",
-            request_id,
-        };
-        Ok(Json(view).into_response())
-    } else {
-        Err(ApiError::NotFound)
-    }
+    let outcome = state.service.cancel(owner, &request_id).await?;
+    Ok(Json(CancelView::new(request_id, outcome)).into_response())
 }
 
 /// `GET /executions/{id}`: an execution's state.

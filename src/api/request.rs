@@ -69,18 +69,24 @@ pub struct ContinueBody {
     /// The token of the last pause.
     #[schema(value_type = String, required = true)]
     continuation_token: Value,
-    /// One result per pending call, any order.
+    /// One result per pending call, any order: each an object with
+    /// `call_id` and `result` (`result` may be left out only when
+    /// `is_error` is true).
     #[serde(default)]
-    #[schema(required = true)]
-    tool_results: Option<Vec<ToolResult>>,
+    #[schema(required = true, value_type = Vec<ToolResult>)]
+    tool_results: Option<Vec<Value>>,
 }
 
 /// Cancels the execution started with a request id.
 #[derive(Deserialize, ToSchema)]
 pub struct CancelBody {
-    /// The `x-librechat-code-request-id` of the start request.
+    /// The `x-librechat-code-request-id` of a start or continuation.
+    #[schema(min_length = 1, max_length = 256)]
     request_id: String,
 }
+
+/// The longest client request id, bytes.
+pub const MAX_REQUEST_ID: usize = 256;
 
 /// The body of `POST /exec/programmatic`: a start or a continuation (a body
 /// with a non-null `continuation_token` is a continuation).
@@ -116,6 +122,9 @@ fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError
 
 /// Decodes an exec body; `request_id` is the client's request id header.
 pub fn decode_exec(body: &[u8], request_id: Option<&str>) -> Result<ExecRequest, ApiError> {
+    if let Some(request_id) = request_id.filter(|r| !r.is_empty()) {
+        check_request_id(request_id)?;
+    }
     let value: Value = parse_json(body)?;
     if !value.is_object() {
         return Err(ApiError::BadRequest(
@@ -134,7 +143,85 @@ pub fn decode_exec(body: &[u8], request_id: Option<&str>) -> Result<ExecRequest,
 
 /// Decodes a cancel body: the request id to cancel.
 pub fn decode_cancel(body: &[u8]) -> Result<String, ApiError> {
-    parse_json::<CancelBody>(body).map(|body| body.request_id)
+    let request_id = parse_json::<CancelBody>(body)?.request_id;
+    check_request_id(&request_id)?;
+    Ok(request_id)
+}
+
+/// A client request id: 1 to [`MAX_REQUEST_ID`] bytes.
+pub fn check_request_id(request_id: &str) -> Result<(), ApiError> {
+    if request_id.is_empty() || request_id.len() > MAX_REQUEST_ID {
+        return Err(ApiError::BadRequest(format!(
+            "request_id must have 1 to {MAX_REQUEST_ID} bytes"
+        )));
+    }
+    Ok(())
+}
+
+/// Decodes the entries of `tool_results`, naming the first one that is not
+/// an object with `call_id` and `result`.
+fn decode_results(entries: Vec<Value>) -> Result<Vec<ToolResult>, ApiError> {
+    entries
+        .into_iter()
+        .enumerate()
+        .map(|(index, entry)| decode_result(index, entry))
+        .collect()
+}
+
+fn decode_result(index: usize, entry: Value) -> Result<ToolResult, ApiError> {
+    let what = |problem: String| ApiError::BadRequest(format!("tool_results[{index}]: {problem}"));
+    let Value::Object(fields) = &entry else {
+        return Err(what(format!(
+            "expected an object with call_id and result, got {}",
+            json_kind(&entry)
+        )));
+    };
+    let Some(Value::String(call_id)) = fields.get("call_id") else {
+        return Err(what("call_id must be a string".into()));
+    };
+    let is_error = match fields.get("is_error") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(flag)) => *flag,
+        Some(other) => {
+            return Err(what(format!(
+                "is_error must be a boolean, got {}",
+                json_kind(other)
+            )));
+        }
+    };
+    if !is_error && !fields.contains_key("result") {
+        return Err(what(format!(
+            "the result of call {call_id:?} is missing (send \"result\": null for a tool that returned nothing, or \"is_error\": true)"
+        )));
+    }
+    let error_message = match fields.get("error_message") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(message)) => Some(message.clone()),
+        Some(other) => {
+            return Err(what(format!(
+                "error_message must be a string, got {}",
+                json_kind(other)
+            )));
+        }
+    };
+    Ok(ToolResult {
+        call_id: call_id.clone(),
+        result: fields.get("result").cloned().unwrap_or(Value::Null),
+        is_error,
+        error_message,
+    })
+}
+
+/// "an array", "a string"...: what a JSON value is, for messages.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 fn continuation(body: ContinueBody) -> Result<ExecRequest, ApiError> {
@@ -143,9 +230,10 @@ fn continuation(body: ContinueBody) -> Result<ExecRequest, ApiError> {
         .as_str()
         .ok_or(ApiError::InvalidToken)?
         .to_owned();
-    let results = body.tool_results.ok_or_else(|| {
+    let entries = body.tool_results.ok_or_else(|| {
         ApiError::BadRequest("tool_results is required with a continuation_token".into())
     })?;
+    let results = decode_results(entries)?;
     Ok(ExecRequest::Continue { token, results })
 }
 

@@ -12,7 +12,8 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::journal::{CallRecord, ExecutionRecord};
-use crate::service::{ExecState, Reply};
+use crate::service::{CancelOutcome, Reply};
+use crate::state::{EndedOutcome, ExecState};
 use crate::workspace::{FileMeta, MOUNT};
 
 /// A tool call the client must run.
@@ -201,10 +202,33 @@ impl From<Reply> for ExecReply {
 /// The answer to a cancel.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CancelView {
-    /// Always `cancelled`.
+    /// `cancelled`: the execution is cancelled (now or before); `ended`: it
+    /// had already ended (see `execution_status`); `pending`: no request
+    /// has carried this id yet, and one that does within a minute is
+    /// cancelled on arrival.
+    #[schema(pattern = "^(cancelled|ended|pending)$")]
     pub status: &'static str,
-    /// The request id that was cancelled.
+    /// The request id.
     pub request_id: String,
+    /// For `ended`: `completed` or `failed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execution_status: Option<&'static str>,
+}
+
+impl CancelView {
+    /// The view of what cancelling `request_id` found.
+    pub fn new(request_id: String, outcome: CancelOutcome) -> Self {
+        let (status, execution_status) = match outcome {
+            CancelOutcome::Cancelled => ("cancelled", None),
+            CancelOutcome::Ended(status) => ("ended", Some(status.name())),
+            CancelOutcome::Pending => ("pending", None),
+        };
+        Self {
+            status,
+            request_id,
+            execution_status,
+        }
+    }
 }
 
 /// Every error response.
@@ -249,9 +273,9 @@ pub struct FrameView {
 }
 
 /// `GET /executions/{id}`: an execution as operators see it. The fields
-/// after `expires_at` are there while it runs or is paused (its record is
-/// dropped when it ends); `pending_calls` and `frame` are null unless it is
-/// paused.
+/// from `session_id` to `stdout_bytes` are there while it runs or is
+/// paused; `pending_calls` and `frame` are null unless it is paused; `error`,
+/// `stdout` and `stderr` are there once it completed or failed.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ExecutionView {
     /// Execution id.
@@ -278,16 +302,30 @@ pub struct ExecutionView {
     pub pending_calls: Option<Vec<ToolCallView>>,
     /// Where its code stands.
     pub frame: Option<FrameView>,
+    /// Once ended: its one-line error (null when it completed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<Option<String>>,
+    /// Once ended: everything it printed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stdout: Option<String>,
+    /// Once ended: its stderr.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<String>,
 }
 
 impl ExecutionView {
     /// The view of the execution `id_hex` in `state`, with its record when
-    /// it is running or paused.
-    pub fn new(id_hex: &str, state: &ExecState, record: Option<&ExecutionRecord>) -> Self {
+    /// it is running or paused, its outcome once it ended.
+    pub fn new(
+        id_hex: &str,
+        state: &ExecState,
+        record: Option<&ExecutionRecord>,
+        outcome: Option<&EndedOutcome>,
+    ) -> Self {
         let pending = record.and_then(|r| r.pending.as_ref());
         Self {
             execution_id: id_hex.to_owned(),
-            status: format!("{:?}", state.status).to_lowercase(),
+            status: state.status.name().to_owned(),
             round: state.round,
             expires_at: state.expires_at,
             session_id: record.map(|r| r.session_id.clone()),
@@ -300,6 +338,9 @@ impl ExecutionView {
                 line: p.frame.line,
                 locals: serde_json::from_str(&p.frame.locals).unwrap_or_default(),
             }),
+            error: outcome.map(|o| o.error.clone()),
+            stdout: outcome.map(|o| o.stdout.clone()),
+            stderr: outcome.map(|o| o.stderr.clone()),
         }
     }
 }

@@ -28,6 +28,11 @@ pub enum StoreError {
     /// The group-commit task is gone (the server is shutting down).
     #[error("the flusher has stopped")]
     FlusherStopped,
+    /// Another process holds the database's lock.
+    #[error(
+        "the database in {0} is locked by another process: another baton may be running with the same --data-dir (BATON_DATA_DIR); stop it, or give this one another --data-dir"
+    )]
+    Locked(String),
 }
 
 /// A compare-and-swap that found another value.

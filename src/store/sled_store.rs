@@ -19,10 +19,13 @@ fn database(error: sled::Error) -> StoreError {
 
 impl SledStore {
     /// Opens (or creates) the database in `path`. The database's file lock
-    /// is waited for briefly (a dropped handle releases it from a background
-    /// thread); a lock still held after that means another process has it.
+    /// is waited for up to [`LOCK_WAIT`]: a server killed with `SIGKILL`
+    /// can hold it for some milliseconds after its death, and a supervisor
+    /// restarts at once. A lock still held after that means another process
+    /// has it.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let mut attempts = 0;
+        let deadline = std::time::Instant::now() + LOCK_WAIT;
+        let mut announced = false;
         loop {
             let opened = sled::Config::new()
                 .path(path)
@@ -30,21 +33,35 @@ impl SledStore {
                 .open();
             match opened {
                 Ok(db) => return Ok(Self { db }),
-                Err(sled::Error::Io(error)) if error.kind() == std::io::ErrorKind::WouldBlock => {
-                    attempts += 1;
-                    if attempts >= 30 {
-                        return Err(StoreError::Database(format!(
-                            "{} is in use by another process ({error})",
-                            path.display()
-                        )));
+                Err(sled::Error::Io(error)) if is_lock_held(&error) => {
+                    if std::time::Instant::now() >= deadline {
+                        return Err(StoreError::Locked(path.display().to_string()));
                     }
-                    std::thread::sleep(std::time::Duration::from_millis(100));
+                    if !announced {
+                        tracing::info!(
+                            path = %path.display(),
+                            "the database is locked; waiting up to {} s for the process that holds it to end",
+                            LOCK_WAIT.as_secs()
+                        );
+                        announced = true;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
                 }
                 Err(error) => return Err(database(error)),
             }
         }
     }
 }
+
+/// Whether sled could not take the database's file lock (it reports that
+/// as an error of kind `Other` whose text says so, around `WouldBlock`).
+fn is_lock_held(error: &std::io::Error) -> bool {
+    error.kind() == std::io::ErrorKind::WouldBlock
+        || error.to_string().starts_with("could not acquire lock")
+}
+
+/// How long [`SledStore::open`] waits for the database's lock.
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Store for SledStore {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {

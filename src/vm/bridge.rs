@@ -82,6 +82,12 @@ fn compile_panic_error(
         allow_top_level_await: true,
         ..CompileOpts::default()
     };
+    if panic.contains("allocate stack") {
+        // The parser grows its stack on the heap; a source deep enough to
+        // need more than the child's memory allows is too deep to compile.
+        return vm
+            .new_recursion_error("maximum recursion depth exceeded during compilation".to_owned());
+    }
     let mode = match mode {
         "eval" => Mode::Eval,
         "single" => Mode::Single,

@@ -40,6 +40,11 @@ impl Server {
         }
     }
 
+    /// The server's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// SIGKILLs the server (and so its zygote and children).
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {

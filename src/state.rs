@@ -1,0 +1,289 @@
+//! The stored state of executions and client requests: the small
+//! [`ExecState`] each claim works on, the [`EndedOutcome`] an ended
+//! execution is answered with, the request-id mappings cancel uses, and the
+//! store's key layout for all of them, written once here.
+//!
+//! Keys:
+//! - `s/<id 16>`: the [`ExecState`];
+//! - `r/<id 16>`: the [`crate::journal::ExecutionRecord`] while it can run;
+//! - `o/<id 16>`: the [`EndedOutcome`] once it ended, kept as long as the
+//!   state, so a retried continuation and an inspection still see it;
+//! - `q/<owner 8><request id>`: the [`RequestLink`] of a client request id
+//!   (start or continuation) to its execution;
+//! - `c/<owner 8><request id>`: a cancel that came before its request
+//!   ([`EarlyCancel`]).
+//!
+//! Invariants:
+//! - Request-id keys start with the owner's key identity: one API key can
+//!   never see, take or cancel another key's request ids.
+//! - Every value here is versioned bincode; a state written by the previous
+//!   format still decodes.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::workspace::FileMeta;
+
+/// Where an execution stands, as stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Status {
+    /// Code is running (a request is in flight).
+    Running,
+    /// Waiting for the client's results.
+    Paused,
+    /// Ended successfully.
+    Completed,
+    /// Ended with an error.
+    Failed,
+    /// Cancelled by the client.
+    Cancelled,
+}
+
+impl Status {
+    /// Whether the execution has ended.
+    pub fn is_ended(self) -> bool {
+        matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
+    }
+
+    /// Its name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Paused => "paused",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// The continuation a round was answered with: its round and the digest of
+/// its results ([`results_digest`]). A retry of that continuation (same
+/// token, same results) gets the answer that round led to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Answered {
+    /// The round that was continued.
+    pub round: u32,
+    /// The digest of the results it was continued with.
+    pub digest: [u8; 32],
+}
+
+/// The small per-execution state the claim works on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecState {
+    /// Status.
+    pub status: Status,
+    /// Number of pauses so far (the round a token continues).
+    pub round: u32,
+    /// Identity of the API key that started it.
+    pub owner: [u8; 8],
+    /// Unix seconds after which the state may be swept.
+    pub expires_at: u64,
+    /// The last continuation made (set when it is claimed).
+    pub answered: Option<Answered>,
+}
+
+/// The first stored format of [`ExecState`] (before retried continuations
+/// were answered).
+#[derive(Deserialize)]
+struct ExecStateV1 {
+    status: Status,
+    round: u32,
+    owner: [u8; 8],
+    expires_at: u64,
+}
+
+impl ExecState {
+    /// The stored bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        encode(self)
+    }
+
+    /// Decodes either stored format.
+    pub fn decode(bytes: &[u8]) -> Option<Self> {
+        if let Ok(state) = bincode::deserialize::<ExecState>(bytes) {
+            return Some(state);
+        }
+        let old: ExecStateV1 = bincode::deserialize(bytes).ok()?;
+        Some(ExecState {
+            status: old.status,
+            round: old.round,
+            owner: old.owner,
+            expires_at: old.expires_at,
+            answered: None,
+        })
+    }
+}
+
+/// How an execution ended, kept after its record is dropped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndedOutcome {
+    /// `None` when it completed, else the one-line error.
+    pub error: Option<String>,
+    /// All stdout.
+    pub stdout: String,
+    /// All stderr.
+    pub stderr: String,
+    /// The files it left (completed only).
+    pub files: Vec<FileMeta>,
+    /// Its session.
+    pub session_id: String,
+}
+
+impl EndedOutcome {
+    /// The stored bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        encode(self)
+    }
+
+    /// Decodes stored bytes.
+    pub fn decode(bytes: &[u8]) -> Option<Self> {
+        bincode::deserialize(bytes).ok()
+    }
+}
+
+/// The execution a client request id started or continued.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestLink {
+    /// The execution.
+    pub execution: [u8; 16],
+    /// Unix seconds after which the link may be swept.
+    pub expires_at: u64,
+}
+
+/// A cancel that arrived before any request with its id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EarlyCancel {
+    /// Unix seconds until which a request with the id is cancelled on arrival.
+    pub until: u64,
+}
+
+macro_rules! codec {
+    ($type:ty) => {
+        impl $type {
+            /// The stored bytes.
+            pub fn encode(&self) -> Vec<u8> {
+                encode(self)
+            }
+
+            /// Decodes stored bytes.
+            pub fn decode(bytes: &[u8]) -> Option<Self> {
+                bincode::deserialize(bytes).ok()
+            }
+        }
+    };
+}
+
+codec!(RequestLink);
+codec!(EarlyCancel);
+
+/// Bincode of plain data; it cannot fail for these types.
+fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    match bincode::serialize(value) {
+        Ok(bytes) => bytes,
+        Err(error) => unreachable!("bincode of plain data failed: {error}"),
+    }
+}
+
+/// The key of an execution's state.
+pub fn state_key(id: &[u8; 16]) -> Vec<u8> {
+    [b"s/".as_slice(), id].concat()
+}
+
+/// The key of an execution's record.
+pub fn record_key(id: &[u8; 16]) -> Vec<u8> {
+    [b"r/".as_slice(), id].concat()
+}
+
+/// The key of an ended execution's outcome.
+pub fn outcome_key(id: &[u8; 16]) -> Vec<u8> {
+    [b"o/".as_slice(), id].concat()
+}
+
+/// The key of a request id's link to its execution.
+pub fn request_key(owner: [u8; 8], request_id: &str) -> Vec<u8> {
+    [b"q/".as_slice(), &owner, request_id.as_bytes()].concat()
+}
+
+/// The key of an early cancel of a request id.
+pub fn early_cancel_key(owner: [u8; 8], request_id: &str) -> Vec<u8> {
+    [b"c/".as_slice(), &owner, request_id.as_bytes()].concat()
+}
+
+/// The execution id of a state key (`s/<id>`), if it is one.
+pub fn id_of_state_key(key: &[u8]) -> Option<[u8; 16]> {
+    key.strip_prefix(b"s/")?.try_into().ok()
+}
+
+/// The digest of a continuation's results, independent of their order:
+/// each result's call id, error flag, value (as JSON text) and message,
+/// sorted by call id.
+pub fn results_digest<'a>(
+    results: impl IntoIterator<Item = (&'a str, bool, String, Option<&'a str>)>,
+) -> [u8; 32] {
+    let mut entries: Vec<_> = results.into_iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    let mut hasher = Sha256::new();
+    for (call_id, is_error, value, message) in entries {
+        for part in [
+            call_id,
+            if is_error { "1" } else { "0" },
+            &value,
+            message.unwrap_or("\u{0}"),
+        ] {
+            hasher.update((part.len() as u64).to_le_bytes());
+            hasher.update(part.as_bytes());
+        }
+    }
+    hasher.finalize().into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_state_of_the_first_format_still_decodes() {
+        #[derive(Serialize)]
+        struct Old {
+            status: Status,
+            round: u32,
+            owner: [u8; 8],
+            expires_at: u64,
+        }
+        let bytes = bincode::serialize(&Old {
+            status: Status::Paused,
+            round: 3,
+            owner: [7; 8],
+            expires_at: 99,
+        })
+        .unwrap_or_default();
+        let state = ExecState::decode(&bytes).expect("decodes");
+        assert_eq!(state.round, 3);
+        assert_eq!(state.status, Status::Paused);
+        assert_eq!(state.answered, None);
+        let new = ExecState {
+            answered: Some(Answered {
+                round: 3,
+                digest: [1; 32],
+            }),
+            ..state
+        };
+        assert_eq!(ExecState::decode(&new.encode()), Some(new));
+    }
+
+    #[test]
+    fn digest_ignores_order_but_not_content() {
+        let a = || ("call_a", false, "1".to_owned(), None);
+        let b = || ("call_b", true, "null".to_owned(), Some("boom"));
+        assert_eq!(results_digest([a(), b()]), results_digest([b(), a()]));
+        assert_ne!(
+            results_digest([a(), b()]),
+            results_digest([a(), ("call_b", true, "null".to_owned(), Some("boom!"))])
+        );
+        assert_ne!(
+            results_digest([("ab", false, "c".to_owned(), None)]),
+            results_digest([("a", false, "bc".to_owned(), None)])
+        );
+    }
+}

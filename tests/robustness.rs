@@ -1,0 +1,238 @@
+//! No request can take the server down, and the server comes back at once
+//! after a `kill -9`: against a real `baton serve` on loopback.
+//!
+//! - Sources nested as deep as the source cap allows (unary chains,
+//!   parentheses, attribute chains, 100,000-term sums, nested lists, dicts,
+//!   lambdas, conditionals, f-strings), alone and several in one program,
+//!   and the same built at run time for `exec`/`eval`: each request gets
+//!   CPython's answer, the server stays healthy and answers the next
+//!   ordinary request, and its pid is the same.
+//! - A restart right after `SIGKILL` always opens the store (the lock of the
+//!   dead process is waited for), and the paused execution continues.
+//! - A second server on the same data directory fails with a sentence that
+//!   names `--data-dir`.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::server::{KEY, Server, answers, continue_, weather_tools};
+use serde_json::{Value, json};
+
+fn server() -> (tempfile::TempDir, Server) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let server = Server::start(dir.path(), &[]);
+    (dir, server)
+}
+
+fn start(server: &Server, code: &str) -> (u16, Value) {
+    server.post(
+        "/exec/programmatic",
+        &json!({"code": code, "tools": weather_tools()}),
+    )
+}
+
+const RECURSION: &str = "RecursionError: maximum recursion depth exceeded during compilation";
+const PARENTHESES: &str = "SyntaxError: too many nested parentheses";
+
+/// (name, source, the error line's start)
+fn deep_sources() -> Vec<(&'static str, String, &'static str)> {
+    vec![
+        (
+            "unary minus",
+            format!("x = {}1\n", "-".repeat(100_000)),
+            RECURSION,
+        ),
+        (
+            "not",
+            format!("x = {}1\n", "not ".repeat(50_000)),
+            RECURSION,
+        ),
+        (
+            "parentheses",
+            format!("x = {}1{}\n", "(".repeat(100_000), ")".repeat(100_000)),
+            PARENTHESES,
+        ),
+        (
+            "attributes",
+            format!("x = a{}\n", ".b".repeat(100_000)),
+            RECURSION,
+        ),
+        (
+            "sum",
+            format!("x = {}\n", vec!["1"; 100_000].join("+")),
+            RECURSION,
+        ),
+        (
+            "calls",
+            format!("x = f{}\n", "()".repeat(100_000)),
+            RECURSION,
+        ),
+        (
+            "lists",
+            format!("x = {}{}\n", "[".repeat(60_000), "]".repeat(60_000)),
+            PARENTHESES,
+        ),
+        (
+            "dicts",
+            format!("x = {}1{}\n", "{1: ".repeat(40_000), "}".repeat(40_000)),
+            PARENTHESES,
+        ),
+        (
+            "lambdas",
+            format!("x = {}1\n", "lambda: ".repeat(30_000)),
+            RECURSION,
+        ),
+        (
+            "conditionals",
+            format!("x = {}1\n", "1 if x else ".repeat(20_000)),
+            RECURSION,
+        ),
+        (
+            "powers",
+            format!("x = {}2\n", "2 ** ".repeat(50_000)),
+            RECURSION,
+        ),
+        (
+            "f-strings",
+            format!("x = {}1{}\n", "f'{".repeat(2_000), "}'".repeat(2_000)),
+            "SyntaxError",
+        ),
+        (
+            "exec of a deep string",
+            "exec('x = ' + '-' * 500_000 + '1')\n".to_owned(),
+            RECURSION,
+        ),
+        (
+            "eval of a deep string",
+            "eval('(' * 300_000 + '1' + ')' * 300_000)\n".to_owned(),
+            PARENTHESES,
+        ),
+        (
+            "compile of a deep string",
+            "compile('1' + ' + 1' * 200_000, 'x', 'eval')\n".to_owned(),
+            RECURSION,
+        ),
+    ]
+}
+
+/// The server answers an ordinary request after each hostile one.
+fn assert_healthy(server: &Server, pid: u32, after: &str) {
+    let (status, health) = server.get("/health", None);
+    assert_eq!(
+        (status, &health["status"]),
+        (200, &json!("ok")),
+        "after {after}"
+    );
+    assert_eq!(
+        server.pid(),
+        Some(pid),
+        "after {after}: the server process changed"
+    );
+    let (status, reply) = start(server, "print(sum(range(10)))\n");
+    assert_eq!(status, 200, "after {after}: {reply}");
+    assert_eq!(reply["stdout"], "45\n", "after {after}: {reply}");
+}
+
+#[test]
+fn deep_sources_get_cpythons_answer_and_the_server_stays_up() {
+    let (_dir, server) = server();
+    let pid = server.pid().unwrap_or_else(|| panic!("no server pid"));
+    for (name, source, error) in deep_sources() {
+        let (status, reply) = start(&server, &source);
+        assert_eq!(status, 200, "{name}: {reply}");
+        assert_eq!(reply["status"], "error", "{name}: {reply}");
+        let line = reply["error"].as_str().unwrap_or_default();
+        assert!(line.starts_with(error), "{name}: {line}");
+        assert_healthy(&server, pid, name);
+    }
+}
+
+#[test]
+fn several_deep_sources_at_once_in_one_program_and_in_parallel() {
+    let (_dir, server) = server();
+    let pid = server.pid().unwrap_or_else(|| panic!("no server pid"));
+    let sources = deep_sources();
+    // One program made of every shape (each on its own line; the first
+    // refused line is the answer).
+    let together: String = sources
+        .iter()
+        .filter(|(name, _, _)| !name.contains("string"))
+        .map(|(_, source, _)| source.as_str())
+        .collect();
+    let cap = 256 << 10;
+    let together = &together[..together.len().min(cap)];
+    let together = &together[..together.rfind('\n').map_or(0, |i| i + 1)];
+    let (status, reply) = start(&server, together);
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["status"], "error", "{reply}");
+    assert_healthy(&server, pid, "all shapes in one program");
+    // Every shape at the same time, from concurrent clients.
+    let replies: Vec<(u16, Value)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = sources
+            .iter()
+            .map(|(_, source, _)| scope.spawn(|| start(&server, source)))
+            .collect();
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    });
+    assert_eq!(replies.len(), sources.len());
+    for ((name, _, error), (status, reply)) in sources.iter().zip(&replies) {
+        assert_eq!(*status, 200, "{name}: {reply}");
+        let line = reply["error"].as_str().unwrap_or_default();
+        assert!(line.starts_with(error), "{name} in parallel: {line}");
+    }
+    assert_healthy(&server, pid, "all shapes in parallel");
+}
+
+#[test]
+fn a_restart_right_after_sigkill_always_opens_the_store() {
+    let (_dir, mut server) = server();
+    let mut reply = start(
+        &server,
+        "for i in range(30):\n    await get_weather(city=str(i))\nprint('done')\n",
+    )
+    .1;
+    for round in 0..12 {
+        assert_eq!(
+            reply["status"], "tool_call_required",
+            "round {round}: {reply}"
+        );
+        // The supervisor's way: kill -9, start again at once.
+        server.restart();
+        let (status, next) = continue_(&server, &reply, answers(&reply));
+        assert_eq!(status, 200, "round {round}: {next}");
+        reply = next;
+    }
+}
+
+#[test]
+fn a_second_server_on_the_same_data_directory_names_the_flag() {
+    let (dir, _server) = server();
+    let started = Instant::now();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--api-key",
+            KEY,
+            "--data-dir",
+        ])
+        .arg(dir.path())
+        .env("BATON_LOG", "info")
+        .output()
+        .unwrap_or_else(|e| panic!("baton: {e}"));
+    assert!(!output.status.success(), "a second server started");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let log = String::from_utf8_lossy(&output.stdout);
+    assert!(stderr.contains("--data-dir"), "{stderr}");
+    assert!(stderr.contains("another baton may be running"), "{stderr}");
+    assert!(
+        log.contains("waiting up to"),
+        "no log line while waiting: {log}"
+    );
+    // It waited for the lock before giving up, and not for ever.
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_secs(4), "gave up after {waited:?}");
+    assert!(waited < Duration::from_secs(30), "waited {waited:?}");
+}
