@@ -31,6 +31,7 @@ fn spec(source: &str) -> ExecutionSpec {
         session_id: "bench".into(),
         seed: None,
         files: Vec::new(),
+        argv: Vec::new(),
     }
 }
 

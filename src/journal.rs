@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::tools::ToolDef;
 
 /// The on-disk format version written by this build.
-pub const FORMAT_VERSION: u16 = 2;
+pub const FORMAT_VERSION: u16 = 3;
 const MAGIC: &[u8; 4] = b"BATN";
 
 /// Why a stored record could not be read.
@@ -153,9 +153,16 @@ pub struct ExecutionRecord {
     /// The workspace the code starts with (the request's files); replay
     /// starts from the same.
     pub files: Vec<WorkspaceFile>,
+    /// The program's command-line arguments (`sys.argv[1:]`). Added in
+    /// format 3; must stay the last stored field (see [`check_header`]).
+    pub argv: Vec<String>,
     /// Files the code created or changed, once it completed (not stored).
     #[serde(skip)]
     pub produced: Vec<WorkspaceFile>,
+    /// Names of the request's files the code removed, once it completed
+    /// (not stored).
+    #[serde(skip)]
+    pub removed: Vec<String>,
 }
 
 impl ExecutionRecord {
@@ -175,7 +182,7 @@ impl ExecutionRecord {
     pub fn decode(bytes: &[u8]) -> Result<Self, JournalError> {
         let body = check_header(bytes)?;
         let options = bincode_limits(bytes.len());
-        let record: Self = bincode::Options::deserialize(options, body)
+        let record: Self = bincode::Options::deserialize(options, body.as_ref())
             .map_err(|e| JournalError::Corrupt(e.to_string()))?;
         record.validate()?;
         Ok(record)
@@ -234,15 +241,21 @@ impl ExecutionRecord {
     }
 }
 
-fn check_header(bytes: &[u8]) -> Result<&[u8], JournalError> {
+/// The body of a record, in this build's format. A format-2 record is the
+/// same bincode without the trailing `argv`: appending an empty vector's
+/// encoding (a zero `u64` length) makes it a format-3 body.
+fn check_header(bytes: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, JournalError> {
     if bytes.len() < 6 || &bytes[..4] != MAGIC {
         return Err(JournalError::BadMagic);
     }
     let version = u16::from_le_bytes([bytes[4], bytes[5]]);
-    if version != FORMAT_VERSION {
-        return Err(JournalError::UnknownVersion(version));
+    match version {
+        FORMAT_VERSION => Ok(std::borrow::Cow::Borrowed(&bytes[6..])),
+        2 => Ok(std::borrow::Cow::Owned(
+            [&bytes[6..], 0u64.to_le_bytes().as_slice()].concat(),
+        )),
+        _ => Err(JournalError::UnknownVersion(version)),
     }
-    Ok(&bytes[6..])
 }
 
 /// Bincode options equal to `bincode::serialize`'s, with an allocation limit
@@ -303,7 +316,9 @@ mod tests {
                 name: "data.csv".into(),
                 bytes: b"a,b\n1,2\n".to_vec(),
             }],
+            argv: vec![],
             produced: vec![],
+            removed: vec![],
         }
     }
 

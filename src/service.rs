@@ -72,6 +72,8 @@ pub struct StartRequest {
     pub request_id: Option<String>,
     /// Session files to put under `/mnt/data`.
     pub files: Vec<FileRef>,
+    /// Command-line arguments (`sys.argv[1:]`).
+    pub argv: Vec<String>,
 }
 
 /// A start request's reference to a session file.
@@ -82,8 +84,9 @@ pub struct FileRef {
     /// The name to give it under `/mnt/data` (the stored name when absent).
     #[serde(default)]
     pub name: Option<String>,
-    /// Its session (the execution's when absent).
-    #[serde(default)]
+    /// Its session (the execution's when absent). LibreChat's client calls
+    /// it `storage_session_id`.
+    #[serde(default, alias = "storage_session_id")]
     pub session_id: Option<String>,
 }
 
@@ -130,6 +133,8 @@ pub enum Reply {
         stderr: String,
         /// Files the code created or changed (when completed).
         files: Vec<FileMeta>,
+        /// Names of the request's files the code removed (when completed).
+        deleted_files: Vec<String>,
     },
 }
 
@@ -367,6 +372,7 @@ impl Service {
             session_id,
             seed: None,
             files,
+            argv: request.argv,
         };
         let mut record = self
             .engine
@@ -613,6 +619,11 @@ impl Service {
         error: Option<String>,
         files: Vec<FileMeta>,
     ) -> Result<Reply, ApiError> {
+        let deleted = if error.is_none() {
+            record.removed.clone()
+        } else {
+            Vec::new()
+        };
         let ended = ExecState {
             status: if error.is_none() {
                 Status::Completed
@@ -629,6 +640,7 @@ impl Service {
             stdout: record.stdout.clone(),
             stderr: record.stderr.clone(),
             files,
+            deleted,
             session_id: record.session_id.clone(),
         };
         self.store
@@ -906,6 +918,7 @@ impl Reply {
             stdout: outcome.stdout,
             stderr: outcome.stderr,
             files: outcome.files,
+            deleted_files: outcome.deleted,
         }
     }
 }
@@ -919,6 +932,7 @@ fn cancelled_reply(record: &ExecutionRecord) -> Reply {
         stdout: record.stdout.clone(),
         stderr: record.stderr.clone(),
         files: Vec::new(),
+        deleted_files: Vec::new(),
     }
 }
 

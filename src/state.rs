@@ -126,6 +126,8 @@ pub struct EndedOutcome {
     pub stderr: String,
     /// The files it left (completed only).
     pub files: Vec<FileMeta>,
+    /// Names of the request's files it removed (completed only).
+    pub deleted: Vec<String>,
     /// Its session.
     pub session_id: String,
 }

@@ -916,6 +916,7 @@ def run(program_json):
     )
     del _registry[:]
     _unawaited.clear()
+    sys.argv = ["main.py"] + list(program.get("argv", ()))
     try:
         g = _globals_for(program)
         code = _baton.compile(_real_compile, program["source"], FILENAME, "exec", PyCF_ALLOW_TOP_LEVEL_AWAIT)
@@ -1145,6 +1146,9 @@ class _Workspace:
             data = self.files[name]
             if self.initial.get(name) != data:
                 _baton.produced(name, data)
+        for name in sorted(self.initial):
+            if name not in self.files:
+                _baton.removed(name)
 
 
 _WS = _Workspace()

@@ -621,6 +621,7 @@ fn openapi_describes_every_route_and_needs_no_key() {
     paths.sort_unstable();
     let protocol = [
         "/download/{session_id}/{file_id}",
+        "/exec",
         "/exec/programmatic",
         "/exec/programmatic/cancel",
         "/executions/{id}",

@@ -30,6 +30,9 @@ pub enum ApiError {
     /// The execution was cancelled (409).
     #[error("Execution was cancelled")]
     Cancelled,
+    /// The client asked for an execution profile baton does not offer (409).
+    #[error("execution_profile_mismatch")]
+    ProfileMismatch(String),
     /// Another request with the same client request id is being served (409).
     #[error("A request with this X-LibreChat-Code-Request-ID is already in progress")]
     RequestInFlight,
@@ -67,7 +70,8 @@ impl ApiError {
             ApiError::AlreadyUsed
             | ApiError::InProgress
             | ApiError::Cancelled
-            | ApiError::RequestInFlight => StatusCode::CONFLICT,
+            | ApiError::RequestInFlight
+            | ApiError::ProfileMismatch(_) => StatusCode::CONFLICT,
             ApiError::NotFound | ApiError::FileNotFound => StatusCode::NOT_FOUND,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -79,7 +83,11 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = Json(ErrorView::new(self.to_string()));
+        let mut view = ErrorView::new(self.to_string());
+        if let ApiError::ProfileMismatch(message) = &self {
+            view.message = Some(message.clone());
+        }
+        let body = Json(view);
         (self.status(), body).into_response()
     }
 }

@@ -30,8 +30,8 @@ use crate::service::Service;
 use crate::token::key_identity;
 use error::ApiError;
 use openapi::Failures;
-use request::{CancelBody, ExecBody, ExecRequest};
-use views::{CancelView, ErrorView, ExecReply, ExecutionView, HealthView};
+use request::{CancelBody, ExecBody, ExecRequest, PlainBody};
+use views::{CancelView, ErrorView, ExecReply, ExecutionView, HealthView, PlainExecView};
 
 /// Shared state of the handlers.
 pub struct AppState {
@@ -49,6 +49,7 @@ pub struct AppState {
 pub fn router(state: Arc<AppState>) -> Router {
     let body_limit = state.body_limit;
     let protocol = Router::new()
+        .route("/exec", post(exec_plain))
         .route("/exec/programmatic", post(exec))
         .route("/exec/programmatic/cancel", post(cancel))
         .route("/executions/{id}", get(inspect))
@@ -154,6 +155,46 @@ fn authorized_body(
     Ok((owner, read_body(state, body)?))
 }
 
+/// The execution profile the client expects (`X-CodeAPI-Expected-Profile`):
+/// baton offers `default` (each execution a new process; files come with
+/// the request), and answers anything else with the code LibreChat's client
+/// understands.
+fn check_profile(headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(profile) = headers
+        .get("x-codeapi-expected-profile")
+        .map(|v| v.to_str().unwrap_or("").trim().to_ascii_lowercase())
+    else {
+        return Ok(());
+    };
+    if profile.is_empty() || profile == "default" {
+        return Ok(());
+    }
+    Err(ApiError::ProfileMismatch(format!(
+        "baton offers the `default` execution profile only, not {profile:?}: every execution is a new process, and /mnt/data holds the files of the request"
+    )))
+}
+
+/// `POST /exec`: runs code with no tools.
+#[utoipa::path(post, path = "/exec", tag = "exec",
+    request_body = PlainBody,
+    params(("x-codeapi-expected-profile" = Option<String>, Header,
+        description = "`default` (or absent); any other profile is answered 409 `execution_profile_mismatch`")),
+    responses((status = 200, description = "The code ran (its failures are in stderr)", body = PlainExecView),
+        Failures))]
+async fn exec_plain(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let (owner, body) = authorized_body(&state, &headers, body)?;
+    check_profile(&headers)?;
+    let start = request::decode_plain(&body)?;
+    let reply = state.service.start(owner, start).await?;
+    let view = PlainExecView::from_reply(reply)
+        .ok_or_else(|| ApiError::Internal("code without tools paused".into()))?;
+    Ok(Json(view).into_response())
+}
+
 /// `POST /exec/programmatic`: start code, or continue it with tool results.
 #[utoipa::path(post, path = "/exec/programmatic", tag = "exec",
     request_body(content = ExecBody, description = "A start or a continuation"),
@@ -167,6 +208,7 @@ async fn exec(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let (owner, body) = authorized_body(&state, &headers, body)?;
+    check_profile(&headers)?;
     let request_id = headers
         .get("x-librechat-code-request-id")
         .and_then(|v| v.to_str().ok());

@@ -51,6 +51,7 @@ pub enum Failures {
                        The wire contract is PROTOCOL.md."
     ),
     paths(
+        super::exec_plain,
         super::exec,
         super::cancel,
         super::inspect,

@@ -63,6 +63,33 @@ pub struct StartBody {
     files: Option<Vec<FileRef>>,
 }
 
+/// Runs code with no tools (`POST /exec`): the body LibreChat's
+/// `execute_code` tool sends, and its programmatic tool when the code calls
+/// no tools. Unknown fields are ignored.
+#[derive(Deserialize, ToSchema)]
+pub struct PlainBody {
+    /// `py` (or `python`): baton runs Python only.
+    #[schema(value_type = String, required = true)]
+    lang: Option<Value>,
+    /// Python source. Not blank.
+    #[schema(value_type = String, required = true, pattern = r"\S")]
+    code: Option<Value>,
+    /// Command-line arguments: `sys.argv[1:]`.
+    #[serde(default)]
+    args: Option<Vec<String>>,
+    /// Session files to put under `/mnt/data`.
+    #[serde(default)]
+    files: Option<Vec<FileRef>>,
+    /// Session for files (generated when absent).
+    #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9_-]{1,128}$")]
+    session_id: Option<String>,
+    /// Run-time budget, milliseconds (default 60000).
+    #[serde(default)]
+    #[schema(value_type = Option<f64>, minimum = 1000, maximum = 300000)]
+    timeout: Option<Value>,
+}
+
 /// Continues a paused execution with the results of its round.
 #[derive(Deserialize, ToSchema)]
 pub struct ContinueBody {
@@ -139,6 +166,33 @@ pub fn decode_exec(body: &[u8], request_id: Option<&str>) -> Result<ExecRequest,
     } else {
         start(parse_json(body)?, request_id).map(ExecRequest::Start)
     }
+}
+
+/// Decodes a `POST /exec` body into a start with no tools.
+pub fn decode_plain(body: &[u8]) -> Result<StartRequest, ApiError> {
+    let body: PlainBody = parse_json(body)?;
+    match &body.lang {
+        Some(Value::String(lang)) if lang == "py" || lang == "python" => {}
+        Some(Value::String(lang)) => {
+            return Err(ApiError::BadRequest(format!(
+                "lang {lang:?} is not served: baton runs Python only (lang \"py\")"
+            )));
+        }
+        _ => {
+            return Err(ApiError::BadRequest(
+                "lang is required: baton runs Python only (lang \"py\")".into(),
+            ));
+        }
+    }
+    Ok(StartRequest {
+        code: code_of(body.code)?,
+        tools: Vec::new(),
+        session_id: body.session_id,
+        timeout_ms: timeout_ms(body.timeout)?,
+        request_id: None,
+        files: body.files.unwrap_or_default(),
+        argv: body.args.unwrap_or_default(),
+    })
 }
 
 /// Decodes a cancel body: the request id to cancel.
@@ -237,13 +291,18 @@ fn continuation(body: ContinueBody) -> Result<ExecRequest, ApiError> {
     Ok(ExecRequest::Continue { token, results })
 }
 
+/// A start's `code`: a non-blank string.
+fn code_of(code: Option<Value>) -> Result<String, ApiError> {
+    match code {
+        Some(Value::String(code)) if !code.trim().is_empty() => Ok(code),
+        Some(Value::String(_)) => Err(ApiError::BadRequest("code is empty".into())),
+        Some(_) => Err(ApiError::BadRequest("code must be a string".into())),
+        None => Err(ApiError::BadRequest("code is required".into())),
+    }
+}
+
 fn start(body: StartBody, request_id: Option<&str>) -> Result<StartRequest, ApiError> {
-    let code = match body.code {
-        Some(Value::String(code)) if !code.trim().is_empty() => code,
-        Some(Value::String(_)) => return Err(ApiError::BadRequest("code is empty".into())),
-        Some(_) => return Err(ApiError::BadRequest("code must be a string".into())),
-        None => return Err(ApiError::BadRequest("code is required".into())),
-    };
+    let code = code_of(body.code)?;
     let tools: Vec<ToolDef> = body
         .tools
         .unwrap_or_default()
@@ -257,6 +316,7 @@ fn start(body: StartBody, request_id: Option<&str>) -> Result<StartRequest, ApiE
         timeout_ms: timeout_ms(body.timeout)?,
         request_id: request_id.map(str::to_owned),
         files: body.files.unwrap_or_default(),
+        argv: Vec::new(),
     })
 }
 

@@ -137,6 +137,9 @@ pub enum ExecReply {
         stderr: String,
         /// Files created or changed under `/mnt/data`.
         files: Vec<ProducedFileView>,
+        /// Names of the request's files the code removed.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        deleted_files: Vec<String>,
     },
     /// The code failed (an uncaught exception, a limit, a timeout).
     Error {
@@ -174,12 +177,14 @@ impl From<Reply> for ExecReply {
                 stdout,
                 stderr,
                 files,
+                deleted_files,
             } => Self::Completed {
                 execution_id,
                 session_id,
                 stdout,
                 stderr,
                 files: files.iter().map(ProducedFileView::from).collect(),
+                deleted_files,
             },
             Reply::Ended {
                 execution_id,
@@ -196,6 +201,62 @@ impl From<Reply> for ExecReply {
                 stderr,
             },
         }
+    }
+}
+
+/// The answer to `POST /exec`: what LibreChat's `execute_code` tool reads.
+/// The code's failures are part of `stderr` (the client does not read a
+/// status).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PlainExecView {
+    /// Session of the files.
+    pub session_id: String,
+    /// Everything printed.
+    pub stdout: String,
+    /// Stderr: the traceback, or the limit that ended the code.
+    pub stderr: String,
+    /// Files created or changed under `/mnt/data` (when the code completed).
+    pub files: Vec<ProducedFileView>,
+    /// Names of the request's files the code removed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deleted_files: Vec<String>,
+    /// Execution id, for `/executions/{id}`.
+    pub execution_id: String,
+}
+
+impl PlainExecView {
+    /// The view of an ended execution; `None` for a pause (impossible
+    /// without tools).
+    pub fn from_reply(reply: Reply) -> Option<Self> {
+        let Reply::Ended {
+            execution_id,
+            session_id,
+            error,
+            stdout,
+            mut stderr,
+            files,
+            deleted_files,
+        } = reply
+        else {
+            return None;
+        };
+        if let Some(error) = error
+            && stderr.lines().last() != Some(error.as_str())
+        {
+            if !stderr.is_empty() && !stderr.ends_with('\n') {
+                stderr.push('\n');
+            }
+            stderr.push_str(&error);
+            stderr.push('\n');
+        }
+        Some(Self {
+            session_id,
+            stdout,
+            stderr,
+            files: files.iter().map(ProducedFileView::from).collect(),
+            deleted_files,
+            execution_id,
+        })
     }
 }
 
@@ -236,8 +297,12 @@ impl CancelView {
 pub struct ErrorView {
     /// Always `error`.
     pub status: &'static str,
-    /// One line saying what was wrong.
+    /// One line saying what was wrong, or a code LibreChat's client knows
+    /// (`execution_profile_mismatch`).
     pub error: String,
+    /// With a code: the sentence that explains it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 impl ErrorView {
@@ -246,6 +311,7 @@ impl ErrorView {
         Self {
             status: "error",
             error: error.into(),
+            message: None,
         }
     }
 }

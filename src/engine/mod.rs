@@ -131,6 +131,8 @@ pub struct ExecutionSpec {
     pub seed: Option<[u8; 32]>,
     /// The workspace the code starts with.
     pub files: Vec<crate::journal::WorkspaceFile>,
+    /// Command-line arguments (`sys.argv[1:]`).
+    pub argv: Vec<String>,
 }
 
 /// Where an execution stands after a step.
@@ -249,7 +251,9 @@ impl Engine {
             stdout: String::new(),
             stderr: String::new(),
             files: spec.files,
+            argv: spec.argv,
             produced: Vec::new(),
+            removed: Vec::new(),
         })
     }
 
@@ -407,7 +411,12 @@ impl Engine {
     }
 
     fn program_json(&self, record: &ExecutionRecord) -> Result<String, (String, String)> {
-        program::program_json(&record.source, &record.tools, &self.config.limits)
+        program::program_json_with(
+            &record.source,
+            &record.tools,
+            &self.config.limits,
+            &record.argv,
+        )
     }
 
     fn fail_early(&self, record: &mut ExecutionRecord, (error, stderr): (String, String)) -> Step {
@@ -497,6 +506,7 @@ impl Engine {
             Ok(Ok(FromChild::Finished {
                 outcome,
                 files,
+                removed,
                 stdout,
                 stderr,
                 run_us,
@@ -506,7 +516,16 @@ impl Engine {
                 if let Err(error) = self.check_produced(&files) {
                     return Step::Failed(error);
                 }
+                if let Some(bad) = removed
+                    .iter()
+                    .find(|name| !record.files.iter().any(|f| &f.name == *name))
+                {
+                    return Step::Failed(format!(
+                        "Invalid workspace report: {bad:?} was not a file of the request"
+                    ));
+                }
                 record.produced = files;
+                record.removed = removed;
                 match outcome {
                     ChildOutcome::Completed => Step::Completed,
                     ChildOutcome::Failed(error) => Step::Failed(error),

@@ -14,11 +14,22 @@ use crate::tools::ToolDef;
 /// stderr text (a CPython-style syntax error report).
 pub type CannotRun = (String, String);
 
-/// Rewrites `source` and describes it for the runtime.
+/// Rewrites `source` and describes it for the runtime, with no arguments.
 pub fn program_json(
     source: &str,
     tools: &[ToolDef],
     limits: &ExecLimits,
+) -> Result<String, CannotRun> {
+    program_json_with(source, tools, limits, &[])
+}
+
+/// Rewrites `source` and describes it for the runtime; `argv` becomes
+/// `sys.argv[1:]`.
+pub fn program_json_with(
+    source: &str,
+    tools: &[ToolDef],
+    limits: &ExecLimits,
+    argv: &[String],
 ) -> Result<String, CannotRun> {
     let bindings = rewrite::bind_tools(tools).map_err(|e| (e.to_string(), String::new()))?;
     let rewritten = match rewrite::rewrite(source, &bindings) {
@@ -54,6 +65,7 @@ pub fn program_json(
         "max_input_bytes": limits.max_input_bytes,
         "workspace_bytes": limits.workspace_bytes,
         "workspace_files": limits.workspace_files,
+        "argv": argv,
     })
     .to_string())
 }

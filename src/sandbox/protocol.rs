@@ -113,6 +113,8 @@ pub enum FromChild {
         outcome: ChildOutcome,
         /// Workspace files the code created or changed (when completed).
         files: Vec<WorkspaceFile>,
+        /// Names of the request's files the code removed (when completed).
+        removed: Vec<String>,
         /// Stdout written since the last report.
         stdout: String,
         /// Stderr written since the last report.

@@ -244,6 +244,12 @@ pub mod _baton {
         with_host(|host| host.produced.push(file));
     }
 
+    /// Reports one of the request's files the code removed (at its end).
+    #[pyfunction]
+    fn removed(name: String) {
+        with_host(|host| host.removed.push(name));
+    }
+
     /// The next `n` bytes of the execution's entropy stream.
     #[pyfunction]
     fn entropy(n: usize) -> Vec<u8> {

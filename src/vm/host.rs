@@ -203,6 +203,8 @@ pub struct Host {
     pub files: Vec<WorkspaceFile>,
     /// Files the code created or changed, reported by the runtime at its end.
     pub produced: Vec<WorkspaceFile>,
+    /// Names of the request's files the code removed.
+    pub removed: Vec<String>,
 }
 
 impl Host {
@@ -239,6 +241,7 @@ impl Host {
             stretch_started: Instant::now(),
             files,
             produced: Vec::new(),
+            removed: Vec::new(),
         };
         Ok((host, program_json))
     }
@@ -441,13 +444,18 @@ impl Host {
         let error = self.final_error(error);
         let run_us = self.stretch_us();
         let (stdout, stderr) = self.take_deltas();
-        let (outcome, files) = match error {
-            Some(error) => (ChildOutcome::Failed(error), Vec::new()),
-            None => (ChildOutcome::Completed, std::mem::take(&mut self.produced)),
+        let (outcome, files, removed) = match error {
+            Some(error) => (ChildOutcome::Failed(error), Vec::new(), Vec::new()),
+            None => (
+                ChildOutcome::Completed,
+                std::mem::take(&mut self.produced),
+                std::mem::take(&mut self.removed),
+            ),
         };
         self.send(&FromChild::Finished {
             outcome,
             files,
+            removed,
             stdout,
             stderr,
             run_us,
@@ -615,6 +623,7 @@ fn hard_timeout(shared: &Shared) -> ! {
     let message = FromChild::Finished {
         outcome: ChildOutcome::Failed(TIME_LIMIT.into()),
         files: Vec::new(),
+        removed: Vec::new(),
         stdout,
         stderr,
         run_us: 0,

@@ -41,7 +41,7 @@ def _stock(i):
 
 
 def _user(i):
-    uid = int(i.get("user_id", 0))
+    uid = int(i.get("user_id") or 0)
     if uid <= 0 or uid >= 100:
         return False, "user %d not found" % uid
     names = ["Ada", "Grace", "Linus", "Barbara", "Ken", "Margaret", "Dennis", "Frances"]
@@ -95,6 +95,16 @@ def _flaky(i):
     return True, {"ok": True, "attempt": attempt}
 
 
+def _forecast(i):
+    city = i.get("city")
+    if not city:
+        return False, "city is required"
+    days = int(i.get("days") or 3)
+    units = i.get("units", "metric")
+    return True, {"city": city, "units": units, "days": [5 + _n(city + str(d), 20) for d in range(days)],
+                  "keys": sorted(i)}
+
+
 _TOOLS = {
     "get_weather": _weather,
     "search": _search,
@@ -106,6 +116,7 @@ _TOOLS = {
     "get exchange rate": _rate,
     "run_sql": _sql,
     "flaky": _flaky,
+    "forecast": _forecast,
 }
 
 

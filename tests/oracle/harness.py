@@ -35,6 +35,7 @@ import json
 import time
 import types
 import hashlib
+import unicodedata
 import asyncio
 
 os.environ["TZ"] = "UTC"
@@ -103,7 +104,7 @@ class FakeBaton(types.ModuleType):
 
     def name_error(self, name):
         # Mirrors src/workspace.rs `name_problem` (the child asks the Rust one).
-        import unicodedata
+
         if not name or len(name.encode()) > 1024:
             return (36, "invalid file name %r: it must have 1 to 1024 bytes" % name)
         if any(unicodedata.category(c) == "Cc" or c == "\\" for c in name):
@@ -129,6 +130,9 @@ class FakeBaton(types.ModuleType):
 
     def produced(self, name, data):
         self.files.append((name, bytes(data)))
+
+    def removed(self, name):
+        pass
 
     def entropy(self, n):
         n = min(int(n), 1 << 20)
@@ -269,6 +273,7 @@ def run_native(runtime, fake, program):
     sys.stdout = runtime._Stream(1, "<stdout>")
     sys.stderr = runtime._Stream(2, "<stderr>")
     runtime._reseed()
+    sys.argv = ["main.py"] + list(program.get("argv", ()))
     source = program["original"]
     runtime.linecache.cache[runtime.FILENAME] = (len(source), None, source.splitlines(True), runtime.FILENAME)
     runtime._WS.reset(fake.workspace(), program["workspace_bytes"], program["workspace_files"])

@@ -1,0 +1,176 @@
+//! `POST /exec` (and `/v1/exec`): code with no tools, as LibreChat's
+//! `execute_code` tool and its programmatic tool without tools send it,
+//! against a real `baton serve`.
+
+mod common;
+
+use common::server::{KEY, Server};
+use serde_json::{Value, json};
+
+fn server() -> (tempfile::TempDir, Server) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let server = Server::start(dir.path(), &[]);
+    (dir, server)
+}
+
+fn exec(server: &Server, path: &str, body: &Value, headers: &[(&str, &str)]) -> (u16, Value) {
+    server.post_raw(path, &body.to_string(), Some(("x-api-key", KEY)), headers)
+}
+
+/// The shape LibreChat's programmatic tool sends when the code selects no
+/// tools (`tool_manifest: []`).
+fn wrapped(code: &str) -> String {
+    let body: Vec<String> = code.lines().map(|l| format!("    {l}")).collect();
+    format!(
+        "async def __user_main__():\n    \"\"\"wrapped\"\"\"\n{}\n\nif __name__ == \"__main__\":\n    import asyncio\n    asyncio.run(__user_main__())\n",
+        body.join("\n")
+    )
+}
+
+#[test]
+fn plain_scripts_and_wrapped_programs_run() {
+    let (_dir, server) = server();
+    for path in ["/exec", "/v1/exec"] {
+        let (status, reply) = exec(
+            &server,
+            path,
+            &json!({"lang": "py", "code": "import sys\nprint(6 * 7, sys.argv[1:])", "args": ["a", "b"],
+                    "runtime_session_hint": "x", "user_id": "ignored", "codeSessionKey": "k"}),
+            &[("X-CodeAPI-Expected-Profile", "default")],
+        );
+        assert_eq!(status, 200, "{reply}");
+        assert_eq!(reply["stdout"], "42 ['a', 'b']\n", "{reply}");
+        assert_eq!(reply["stderr"], "");
+        assert_eq!(reply["files"], json!([]));
+        assert!(
+            reply["session_id"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("sess_"))
+        );
+    }
+    let code = wrapped(
+        "data = json.loads('[1, 2, 3]')\nawait asyncio.sleep(0)\nprint(sum(data), re.sub('a', 'b', 'aa'))",
+    );
+    let (status, reply) = exec(&server, "/exec", &json!({"lang": "py", "code": code}), &[]);
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["stdout"], "6 bb\n", "{reply}");
+}
+
+#[test]
+fn failures_are_in_stderr_with_200() {
+    let (_dir, server) = server();
+    let (status, reply) = exec(
+        &server,
+        "/exec",
+        &json!({"lang": "py", "code": "print('before')\n{}['k']"}),
+        &[],
+    );
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["stdout"], "before\n");
+    let stderr = reply["stderr"].as_str().unwrap_or_default();
+    assert!(
+        stderr.starts_with("Traceback (most recent call last):"),
+        "{stderr}"
+    );
+    assert!(stderr.ends_with("KeyError: 'k'\n"), "{stderr}");
+    // A limit has no traceback: its contract text is the stderr.
+    let (status, reply) = exec(
+        &server,
+        "/exec",
+        &json!({"lang": "py", "code": "while True: pass", "timeout": 1000}),
+        &[],
+    );
+    assert_eq!(status, 200, "{reply}");
+    assert!(
+        reply["stderr"]
+            .as_str()
+            .unwrap_or_default()
+            .ends_with("Time limit exceeded\n"),
+        "{reply}"
+    );
+}
+
+#[test]
+fn other_languages_and_profiles_are_refused_as_the_client_expects() {
+    let (_dir, server) = server();
+    let (status, reply) = exec(
+        &server,
+        "/exec",
+        &json!({"lang": "js", "code": "console.log(1)"}),
+        &[],
+    );
+    assert_eq!(status, 400, "{reply}");
+    assert!(
+        reply["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Python only (lang \"py\")"),
+        "{reply}"
+    );
+    let (status, reply) = exec(&server, "/exec", &json!({"code": "print(1)"}), &[]);
+    assert_eq!(status, 400, "{reply}");
+    for path in ["/exec", "/exec/programmatic"] {
+        let (status, reply) = exec(
+            &server,
+            path,
+            &json!({"lang": "py", "code": "print(1)", "tools": []}),
+            &[("X-CodeAPI-Expected-Profile", "stateful")],
+        );
+        assert_eq!(status, 409, "{path}: {reply}");
+        assert_eq!(reply["error"], "execution_profile_mismatch", "{reply}");
+        assert!(
+            reply["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("default")),
+            "{reply}"
+        );
+    }
+}
+
+#[test]
+fn files_in_changed_new_and_deleted() {
+    let (_dir, server) = server();
+    let (status, uploaded) = server.post_multipart(
+        "/upload",
+        &[
+            ("session_id", None, "sess-plain"),
+            ("file", Some("keep.txt"), "keep"),
+            ("file", Some("gone.csv"), "a,b\n"),
+            ("file", Some("edit.txt"), "old"),
+        ],
+        KEY,
+    );
+    assert_eq!(status, 200, "{uploaded}");
+    let files: Vec<Value> = uploaded["files"]
+        .as_array()
+        .map(|files| {
+            files
+                .iter()
+                .map(|f| {
+                    json!({"id": f["id"], "resource_id": f["id"], "name": f["name"],
+                                "storage_session_id": "sess-plain", "kind": "user"})
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let code = "import os\nos.remove('/mnt/data/gone.csv')\nopen('/mnt/data/edit.txt', 'w').write('new')\nopen('/mnt/data/made.txt', 'w').write('made')\nprint(sorted(os.listdir('/mnt/data')))\n";
+    let (status, reply) = exec(
+        &server,
+        "/exec",
+        &json!({"lang": "py", "code": code, "files": files, "session_id": "sess-plain"}),
+        &[],
+    );
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(
+        reply["stdout"], "['edit.txt', 'keep.txt', 'made.txt']\n",
+        "{reply}"
+    );
+    let mut names: Vec<&str> = reply["files"]
+        .as_array()
+        .map(|f| f.iter().filter_map(|f| f["name"].as_str()).collect())
+        .unwrap_or_default();
+    names.sort();
+    assert_eq!(names, vec!["edit.txt", "made.txt"], "{reply}");
+    assert_eq!(reply["deleted_files"], json!(["gone.csv"]), "{reply}");
+    assert_eq!(reply["session_id"], "sess-plain");
+}
