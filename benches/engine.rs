@@ -11,8 +11,12 @@ use baton::engine::{ClockSource, Engine, EngineConfig, ExecutionSpec, Step};
 use baton::journal::CallResult;
 use baton::tools::{ToolDef, WireTool};
 
+/// The binary children come from: `BATON_BIN`, or the one built with
+/// this bench (so two builds can be measured side by side in one run).
 fn exe() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_baton"))
+    std::env::var_os("BATON_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_baton")))
 }
 
 fn tools() -> Vec<ToolDef> {
@@ -89,7 +93,7 @@ async fn main() {
         ),
         (
             "start to first pause, call without await",
-            "w = get_weather(city='x')",
+            "w = get_weather(city='x')\nprint(w['temp'])",
         ),
         ("start to end, `pass`", "pass"),
     ] {
