@@ -66,8 +66,15 @@ fn private_kb(pid: i32) -> Option<u64> {
     Some(field("Private_Clean:") + field("Private_Dirty:"))
 }
 
-/// Pause between iterations so the pool refills (a new child forks and rehearses in about 4 ms).
-const SETTLE_MS: u64 = 5;
+/// Pause between iterations so the pool refills and the machine is quiet
+/// again (a new child forks and rehearses in 4 to 10 ms of CPU);
+/// `BATON_BENCH_SETTLE_MS` overrides it.
+fn settle_ms() -> u64 {
+    std::env::var("BATON_BENCH_SETTLE_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10)
+}
 
 const LOOP20: &str = "total = 0\nfor i in range(20):\n    w = await get_weather(city=str(i))\n    total += w['temp']\nprint(total)\n";
 
@@ -106,7 +113,7 @@ async fn main() {
             let _ = engine.start(&mut record).await;
             samples.push(began.elapsed());
             engine.evict(&record.id);
-            tokio::time::sleep(Duration::from_millis(SETTLE_MS)).await;
+            tokio::time::sleep(Duration::from_millis(settle_ms())).await;
         }
         summary(name, samples);
     }
@@ -122,14 +129,14 @@ async fn main() {
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         assert!(matches!(step, Step::Paused(_)));
-        tokio::time::sleep(Duration::from_millis(SETTLE_MS)).await;
+        tokio::time::sleep(Duration::from_millis(settle_ms())).await;
         for _ in 0..3 {
             let began = Instant::now();
             let _ = engine.resume(&mut record, answer()).await;
             hot.push(began.elapsed());
         }
         engine.evict(&record.id);
-        tokio::time::sleep(Duration::from_millis(SETTLE_MS)).await;
+        tokio::time::sleep(Duration::from_millis(settle_ms())).await;
     }
     summary("hot resume", hot);
 

@@ -491,6 +491,8 @@ asyncio.coroutines._iscoroutine_typecache.add(ToolCall)
 def _never_awaited():
     """Warns, as CPython does, of every coroutine the program never awaited
     (its tool was not called)."""
+    if not _unawaited:
+        return
     calls = [call for call in _unawaited.values() if call._state == _MADE]
     _unawaited.clear()
     for call in calls:
@@ -555,12 +557,12 @@ class Site:
 
     __slots__ = ("id", "tool", "python", "params", "optional", "mode", "line", "max_input")
 
-    def __init__(self, site_id, tool, python, params, required, mode, line, max_input):
+    def __init__(self, site_id, tool, python, params, optional, mode, line, max_input):
         self.id = site_id
         self.tool = tool
         self.python = python
         self.params = params
-        self.optional = frozenset(p for p, needed in zip(params, required) if not needed)
+        self.optional = optional
         self.mode = mode
         self.line = line
         self.max_input = max_input
@@ -803,9 +805,9 @@ class _Tools:
         return "<tools: %s>" % ", ".join(sorted(self.__dict__))
 
 
-def _plain_site(tool, python, params, required, max_input):
+def _plain_site(tool, python, params, optional, max_input):
     """A tool function for calls the rewrite did not see (aliases, getattr)."""
-    site = Site(-1, tool, python, params, required, DEFERRED, 0, max_input)
+    site = Site(-1, tool, python, params, optional, DEFERRED, 0, max_input)
 
     def call(*args, **kwargs):
         frame = sys._getframe(1)
@@ -821,11 +823,11 @@ def _globals_for(program):
     tools = program["tools"]
     funcs = {}
     for t in tools:
-        funcs[t["python"]] = _plain_site(t["original"], t["python"], t["params"], t["required"], max_input)
+        funcs[t["python"]] = _plain_site(t["original"], t["python"], t["params"], t["optional"], max_input)
     sites = []
     for s in program["sites"]:
         t = tools[s["tool"]]
-        sites.append(Site(s["id"], t["original"], t["python"], t["params"], t["required"], s["mode"],
+        sites.append(Site(s["id"], t["original"], t["python"], t["params"], t["optional"], s["mode"],
                           s["line"], max_input))
     g = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
     g.update(PRE_IMPORTED)
@@ -853,11 +855,11 @@ def _run_code(code, g):
         loop = _spare_loops.pop() if _spare_loops else EventLoop()
         asyncio.set_event_loop(loop)
         try:
-            loop.run_until_complete(eval(code, g))
+            loop.run_until_complete(_real_eval(code, g))
         finally:
             asyncio.set_event_loop(None)
     else:
-        exec(code, g)
+        _real_exec(code, g)
 
 
 def _error_line(exc):
@@ -1146,9 +1148,10 @@ class _Workspace:
             data = self.files[name]
             if self.initial.get(name) != data:
                 _baton.produced(name, data)
-        for name in sorted(self.initial):
-            if name not in self.files:
-                _baton.removed(name)
+        if self.initial:
+            for name in sorted(self.initial):
+                if name not in self.files:
+                    _baton.removed(name)
 
 
 _WS = _Workspace()

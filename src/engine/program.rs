@@ -46,8 +46,15 @@ pub fn program_json_with(
     let tools: Vec<_> = bindings
         .iter()
         .map(|b| {
+            let optional: Vec<&String> = b
+                .params
+                .iter()
+                .zip(&b.required)
+                .filter(|(_, required)| !**required)
+                .map(|(name, _)| name)
+                .collect();
             json!({"original": b.original, "python": b.python, "params": b.params,
-                   "required": b.required})
+                   "optional": optional})
         })
         .collect();
     let sites: Vec<_> = rewritten

@@ -75,6 +75,7 @@ pub fn spec(source: &str, tools: Vec<ToolDef>, timeout_ms: u64) -> ExecutionSpec
         session_id: "test".into(),
         seed: Some([42; 32]),
         files: Vec::new(),
+        argv: Vec::new(),
     }
 }
 

@@ -223,7 +223,7 @@ class NativeCalls:
         raise self.runtime.ToolError(payload, tool)
 
     def function(self, tool):
-        site = self.runtime.Site(-1, tool["original"], tool["python"], tool["params"], tool["required"],
+        site = self.runtime.Site(-1, tool["original"], tool["python"], tool["params"], tool["optional"],
                                  "Deferred", 0, self.max_input)
         calls = self
 
