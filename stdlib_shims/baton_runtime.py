@@ -166,18 +166,77 @@ def _sleep(secs):
     _baton.sleep(float(secs))
 
 
+def _clock_gettime(clock_id):
+    """Every clock id reads the virtual clock: the wall clock for
+    CLOCK_REALTIME (and its TAI and coarse forms), the monotonic one for the
+    rest (monotonic, boot time, CPU time)."""
+    if not isinstance(clock_id, int):
+        raise TypeError("'%s' object cannot be interpreted as an integer" % type(clock_id).__name__)
+    return _time() if clock_id in _WALL_CLOCKS else _monotonic()
+
+
+#: CLOCK_REALTIME, CLOCK_REALTIME_COARSE, CLOCK_TAI.
+_WALL_CLOCKS = frozenset((0, 5, 11))
+
+
+def _os_times():
+    """`os.times()` from the virtual clock: the code's own CPU time is the
+    time it has run; children's are zero."""
+    now = _monotonic()
+    return _TIMES_RESULT((now - _MONOTONIC_ORIGIN, 0.0, 0.0, 0.0, now))
+
+
+#: Where the virtual monotonic clock of every execution starts.
+_MONOTONIC_ORIGIN = 1000.0
+_TIMES_RESULT = type(os.times())
+
+
 def _install_time():
     time.time = _time
     time.time_ns = _ns(_time)
     for name in ("monotonic", "perf_counter", "process_time", "thread_time"):
         setattr(time, name, _monotonic)
         setattr(time, name + "_ns", _ns(_monotonic))
+    time.clock_gettime = _clock_gettime
+    time.clock_gettime_ns = lambda clock_id: int(_clock_gettime(clock_id) * 1_000_000_000)
+    os.times = _os_times
     time.sleep = _sleep
     time.localtime = _localtime
     time.gmtime = _gmtime
     time.strftime = _strftime
     time.ctime = _ctime
     time.asctime = _asctime
+
+
+# ---------------------------------------------------------------- the machine
+#
+# What code can learn of the machine is the same on every machine and in
+# every child, so a replay sees what the first run saw: one process (pid 1,
+# as in its own pid namespace), a fixed host and kernel, no build paths.
+
+_UNAME = None
+
+
+def _install_machine():
+    global _UNAME
+    _UNAME = type(os.uname())(("Linux", "baton", "6.0.0", "#1 SMP", os.uname().machine))
+    os.uname = lambda: _UNAME
+    os.getpid = lambda: 1
+    os.getppid = lambda: 0
+    if sys.implementation.name == "rustpython":
+        # The stdlib is frozen into the binary: no path names the build's.
+        for name in ("executable", "_base_executable"):
+            if hasattr(sys, name):
+                setattr(sys, name, "/usr/bin/python3")
+        for name in ("prefix", "exec_prefix", "base_prefix", "base_exec_prefix"):
+            setattr(sys, name, "/usr")
+        sys._stdlib_dir = "/usr/lib/python3"
+        sys.path[:] = []
+    import uuid
+    # uuid1() reads the real clock and network card through `_uuid`: use the
+    # virtual clock and a node from the execution's random stream instead.
+    uuid._generate_time_safe = None
+    uuid._GETTERS[:] = []
 
 
 # ---------------------------------------------------------------- entropy
@@ -1488,6 +1547,7 @@ def _install_decimal():
 def install():
     """Once per interpreter, before any program: patch the modules."""
     _install_time()
+    _install_machine()
     _install_entropy()
     _install_loop()
     json.JSONEncoder.default = _encoder_default

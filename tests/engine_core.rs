@@ -241,8 +241,19 @@ async fn replay_detects_a_changed_journal() {
 
 #[tokio::test]
 async fn replay_detects_output_that_changed() {
-    let source = "import os\nprint(os.getpid())\nawait get_weather(city='x')\nprint('after')\n";
-    let (step, _, _, _) = run(source, |_| true).await;
+    // Every source of difference between two children (pids, clocks,
+    // entropy) is fixed per execution, so the journal's output is altered
+    // instead, as a store corrupted between rounds would.
+    let engine = engine();
+    let source = "print('before')\nawait get_weather(city='x')\nprint('after')\n";
+    let mut record = start_paused(&engine, source).await;
+    assert_eq!(record.stdout, "before\n");
+    record.stdout = "BEFORE\n".into();
+    engine.evict(&record.id);
+    let (step, _) = engine
+        .resume(&mut record, vec![value(json!(1))])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let Step::Failed(error) = step else {
         panic!("expected a failure, got {step:?}")
     };
@@ -251,6 +262,16 @@ async fn replay_detects_output_that_changed() {
         "{error}"
     );
     assert!(error.contains("stdout differs"), "{error}");
+}
+
+#[tokio::test]
+async fn a_child_sees_the_same_pid_hot_and_cold() {
+    // In its own pid namespace every child is pid 1: printing the pid
+    // replays exactly.
+    let source = "import os\nprint(os.getpid())\nawait get_weather(city='x')\nprint('after', os.getpid())\n";
+    let (step, _, stdout, stderr) = run(source, |_| true).await;
+    assert_eq!(step, Step::Completed, "{stderr}");
+    assert_eq!(stdout, "1\nafter 1\n");
 }
 
 #[tokio::test]

@@ -69,7 +69,7 @@ pub struct StartBody {
 #[derive(Deserialize, ToSchema)]
 pub struct PlainBody {
     /// `py` (or `python`): baton runs Python only.
-    #[schema(value_type = String, required = true)]
+    #[schema(value_type = String, required = true, pattern = "^(py|python)$")]
     lang: Option<Value>,
     /// Python source. Not blank.
     #[schema(value_type = String, required = true, pattern = r"\S")]

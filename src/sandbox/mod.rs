@@ -5,6 +5,7 @@
 //! sockets to children and their pids, and can always kill a child.
 
 pub mod fdpass;
+pub mod isolation;
 pub mod limits;
 pub mod pool;
 pub mod protocol;

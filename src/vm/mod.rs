@@ -22,6 +22,7 @@ pub mod fidelity;
 pub mod host;
 pub mod oom;
 pub mod panics;
+mod refused;
 pub mod to_json;
 
 use std::io::{self, Read};
@@ -30,6 +31,7 @@ use std::os::unix::net::UnixStream;
 
 use rustpython_vm::{Interpreter, InterpreterBuilder, VirtualMachine, scope::Scope};
 
+use crate::sandbox::isolation;
 use crate::sandbox::limits::ChildRlimits;
 
 /// The Python runtime, frozen into the binary.
@@ -98,6 +100,8 @@ pub fn build_interpreter() -> Interpreter {
     let builder = InterpreterBuilder::new().settings(settings);
     let mut defs = rustpython_stdlib::stdlib_module_defs(&builder.ctx);
     defs.push(bridge::_baton::module_def(&builder.ctx));
+    // Last: each refused name replaces the interpreter's own module.
+    defs.extend(refused::module_defs(&builder.ctx));
     builder
         .add_native_modules(&defs)
         .add_frozen_modules(rustpython_pylib::FROZEN_STDLIB)
@@ -229,7 +233,18 @@ pub fn zygote_main(rlimits: ChildRlimits) -> ! {
             std::process::exit(1)
         }
     };
-    let confinement = Confinement { rlimits, root_fd };
+    // Probed while this process still has one thread.
+    let namespaces = isolation::namespaces_work();
+    if namespaces && let Err(error) = isolation::drop_root() {
+        eprintln!("baton zygote: cannot drop root: {error}");
+        std::process::exit(1)
+    }
+    let confinement = Confinement {
+        rlimits,
+        root_fd,
+        namespaces,
+        outer_ids: isolation::outer_ids(),
+    };
     panics::install_hook();
     let spawned = std::thread::Builder::new()
         .name("zygote".into())
@@ -279,6 +294,10 @@ struct Confinement {
     rlimits: ChildRlimits,
     /// The empty root every child enters.
     root_fd: i32,
+    /// Whether children get namespaces of their own.
+    namespaces: bool,
+    /// The zygote's uid and gid, which a child's ids map to.
+    outer_ids: (u32, u32),
 }
 
 fn fork_child(
@@ -287,16 +306,20 @@ fn fork_child(
     confinement: &Confinement,
 ) -> io::Result<()> {
     let (server_end, child_end) = UnixStream::pair()?;
-    // SAFETY: the zygote has exactly one thread running (this one), so the
-    // child starts from a consistent copy of the process.
-    match unsafe { libc::fork() } {
-        -1 => Err(io::Error::last_os_error()),
-        0 => {
+    // The child is a copy of this thread only: the interpreter's (the
+    // zygote's main thread waits for it and holds no lock).
+    let cloned = if confinement.namespaces {
+        isolation::clone_into_namespaces()?
+    } else {
+        isolation::fork()?
+    };
+    match cloned {
+        isolation::Cloned::Child => {
             drop(server_end);
             let control_fd = control.as_raw_fd();
             child_main(vm, child_end, control_fd, confinement)
         }
-        pid => {
+        isolation::Cloned::Parent(pid) => {
             let sent = crate::sandbox::fdpass::send_fd(control, server_end.as_raw_fd(), pid);
             drop(server_end);
             drop(child_end);
@@ -319,9 +342,7 @@ fn child_main(
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
     }
     let stream_fd = stream.into_raw_fd();
-    if crate::sandbox::limits::confine_child(&confinement.rlimits, stream_fd, confinement.root_fd)
-        .is_err()
-    {
+    if confine(confinement, stream_fd).is_err() {
         host::exit_now();
     }
     // SAFETY: we own stream_fd (just taken from the stream).
@@ -340,10 +361,14 @@ fn child_main(
     {
         host::exit_now();
     }
+    let identity = crate::sandbox::seccomp::ChildIdentity {
+        pid: std::process::id() as i32,
+        socket_fds: [stream.as_raw_fd(), writer.as_raw_fd()],
+    };
     let shared = host::Shared::new(writer);
     host::spawn_watchdog(shared.clone(), interrupt_with_time_limit);
     // From here on: no files, no sockets, no processes or threads.
-    if crate::sandbox::seccomp::lock_down(std::process::id() as i32).is_err() {
+    if crate::sandbox::seccomp::lock_down(identity).is_err() {
         host::exit_now();
     }
     let (mut host, program_json) = match host::Host::from_socket(stream, shared) {
@@ -357,6 +382,19 @@ fn child_main(
         Some(never) => never,
         None => host::exit_now(),
     }
+}
+
+/// A new child's layers, in the order each needs (see
+/// [`isolation`]): its namespaces' identity, then limits, descriptors and
+/// the empty root, then Landlock, then no capabilities.
+fn confine(confinement: &Confinement, stream_fd: i32) -> io::Result<()> {
+    if confinement.namespaces {
+        isolation::enter_namespaces(confinement.outer_ids)?;
+    }
+    crate::sandbox::limits::confine_child(&confinement.rlimits, stream_fd, confinement.root_fd)?;
+    // Best effort: a kernel without Landlock is reported at startup.
+    let _ = isolation::landlock_everything();
+    isolation::drop_capabilities()
 }
 
 /// Raises `TimeLimitExceeded` in the interpreter at its next check.

@@ -1,0 +1,264 @@
+//! The kernel layers around a child, beside the system-call filter: new
+//! namespaces, an unprivileged identity without capabilities, and Landlock.
+//!
+//! A child is created by the zygote with `clone` into new user, pid, mount,
+//! IPC, network and UTS namespaces (its pid is 1 in its own pid namespace; it
+//! sees no other process, no network interface, no System V or POSIX IPC
+//! object of anyone else, and a host name of its own). Inside, it is uid and
+//! gid [`INNER_ID`], mapped to the zygote's own uid outside (the zygote drops
+//! to `nobody` first when it starts as root). It then drops every
+//! capability (effective, permitted, inheritable, ambient and the bounding
+//! set), sets `no_new_privs`, and restricts itself with Landlock: no file
+//! access of any kind, no TCP bind or connect, no abstract unix socket or
+//! signal outside its own domain.
+//!
+//! Invariants:
+//! - Each layer is applied whatever the others did; a layer the kernel lacks
+//!   is reported by [`probe`] (the server says so at startup), never assumed.
+//! - The order is fixed by what each step needs: the identity maps are
+//!   written through `/proc` before the root changes, the host name and the
+//!   root change use capabilities the child then drops, Landlock and the
+//!   dropped capabilities come before any user code, and the system-call
+//!   filter comes last (`seccomp`).
+
+use std::io;
+
+use serde::{Deserialize, Serialize};
+
+/// The uid and gid of a child inside its user namespace.
+pub const INNER_ID: u32 = 1000;
+
+/// The uid and gid a zygote started as root runs as.
+pub const NOBODY: u32 = 65534;
+
+/// The host name a child sees.
+pub const HOST_NAME: &str = "baton";
+
+/// The namespaces every child gets.
+const NAMESPACES: libc::c_int = libc::CLONE_NEWUSER
+    | libc::CLONE_NEWPID
+    | libc::CLONE_NEWNS
+    | libc::CLONE_NEWIPC
+    | libc::CLONE_NEWNET
+    | libc::CLONE_NEWUTS;
+
+/// What a `clone` returned.
+pub enum Cloned {
+    /// In the new child.
+    Child,
+    /// In the zygote: the child's pid.
+    Parent(i32),
+}
+
+/// Which layers this machine gives a child (see [`probe`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Layers {
+    /// New user, pid, mount, IPC, network and UTS namespaces per child.
+    pub namespaces: bool,
+    /// The Landlock ABI of the kernel (0: absent).
+    pub landlock_abi: i32,
+}
+
+impl Layers {
+    /// One line for the log.
+    pub fn describe(&self) -> String {
+        let namespaces = if self.namespaces {
+            "new user, pid, mount, IPC, network and UTS namespaces per child"
+        } else {
+            "NO namespaces (the kernel refused them: children share the zygote's)"
+        };
+        let landlock = match self.landlock_abi {
+            0 => "NO Landlock (absent from this kernel)".to_owned(),
+            abi if abi >= 6 => format!("Landlock ABI {abi} (files, TCP, signals, abstract sockets)"),
+            abi if abi >= 4 => format!("Landlock ABI {abi} (files and TCP; no signal scoping)"),
+            abi => format!("Landlock ABI {abi} (files only)"),
+        };
+        format!("{namespaces}; {landlock}; seccomp allow list; no capabilities")
+    }
+}
+
+/// The Landlock ABI the kernel offers (0 when absent).
+pub fn landlock_abi() -> i32 {
+    // SAFETY: LANDLOCK_CREATE_RULESET_VERSION with a null attribute only
+    // asks for the version.
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            1u32,
+        )
+    };
+    i32::try_from(abi).unwrap_or(0).max(0)
+}
+
+/// Whether the kernel lets this process create a child in new namespaces:
+/// clones one that exits at once.
+pub fn namespaces_work() -> bool {
+    match clone_into_namespaces() {
+        Ok(Cloned::Child) => exit_now(0),
+        Ok(Cloned::Parent(pid)) => {
+            let mut status = 0;
+            // SAFETY: reaping the child just created.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+        }
+        Err(_) => false,
+    }
+}
+
+/// What this machine gives a child.
+pub fn probe() -> Layers {
+    Layers {
+        namespaces: namespaces_work(),
+        landlock_abi: landlock_abi(),
+    }
+}
+
+fn exit_now(code: i32) -> ! {
+    // SAFETY: ends this process without running any handler.
+    unsafe { libc::_exit(code) }
+}
+
+/// `fork`, into new namespaces. The caller must be single-threaded (the
+/// zygote is): the child is a copy of this thread only.
+pub fn clone_into_namespaces() -> io::Result<Cloned> {
+    // SAFETY: a clone without CLONE_VM and without a new stack is a fork;
+    // the zygote has one thread, so no lock is held by another.
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            libc::c_long::from(NAMESPACES | libc::SIGCHLD),
+            0usize,
+            0usize,
+            0usize,
+            0usize,
+        )
+    };
+    match pid {
+        -1 => Err(io::Error::last_os_error()),
+        0 => Ok(Cloned::Child),
+        pid => Ok(Cloned::Parent(pid as i32)),
+    }
+}
+
+/// A plain fork, for a machine without namespaces.
+pub fn fork() -> io::Result<Cloned> {
+    // SAFETY: the zygote has one thread (see `clone_into_namespaces`).
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        0 => Ok(Cloned::Child),
+        pid => Ok(Cloned::Parent(pid)),
+    }
+}
+
+/// In the zygote at start: a zygote started as root becomes `nobody`, so
+/// that its children's ids map to an unprivileged user outside.
+pub fn drop_root() -> io::Result<()> {
+    // SAFETY: plain identity queries and changes of this process.
+    unsafe {
+        if libc::geteuid() != 0 {
+            return Ok(());
+        }
+        if libc::setgroups(0, std::ptr::null()) != 0
+            || libc::setresgid(NOBODY, NOBODY, NOBODY) != 0
+            || libc::setresuid(NOBODY, NOBODY, NOBODY) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The uid and gid of this process (read in the zygote, before a clone).
+pub fn outer_ids() -> (u32, u32) {
+    // SAFETY: plain queries.
+    unsafe { (libc::geteuid(), libc::getegid()) }
+}
+
+/// In a new child, first: maps its ids to [`INNER_ID`] and names its host.
+/// A zygote that dropped root is not dumpable, which makes its children's
+/// `/proc/self` files root's: the child is dumpable just long enough to
+/// write its maps.
+pub fn enter_namespaces((uid, gid): (u32, u32)) -> io::Result<()> {
+    set_dumpable(true);
+    let mapped = write_maps(uid, gid);
+    set_dumpable(false);
+    mapped?;
+    // SAFETY: a constant name of the UTS namespace this child owns.
+    if unsafe { libc::sethostname(HOST_NAME.as_ptr().cast(), HOST_NAME.len()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn write_maps(uid: u32, gid: u32) -> io::Result<()> {
+    std::fs::write("/proc/self/setgroups", "deny")?;
+    std::fs::write("/proc/self/uid_map", format!("{INNER_ID} {uid} 1"))?;
+    std::fs::write("/proc/self/gid_map", format!("{INNER_ID} {gid} 1"))
+}
+
+fn set_dumpable(dumpable: bool) {
+    // SAFETY: prctl on this process only.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, libc::c_ulong::from(dumpable), 0, 0, 0);
+    }
+}
+
+/// Restricts this process with every Landlock right the kernel knows:
+/// no file access, no TCP, no signal or abstract socket out of its domain.
+pub fn landlock_everything() -> Result<landlock::RulesetStatus, landlock::RulesetError> {
+    use landlock::{
+        ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope,
+    };
+    let abi = ABI::V6;
+    let status = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(abi))?
+        .handle_access(AccessNet::from_all(abi))?
+        .scope(Scope::AbstractUnixSocket | Scope::Signal)?
+        .create()?
+        .restrict_self()?;
+    Ok(status.ruleset)
+}
+
+/// Drops every capability: the bounding set, the ambient set, and the
+/// effective, permitted and inheritable sets; sets `no_new_privs`.
+pub fn drop_capabilities() -> io::Result<()> {
+    // SAFETY: prctl and capset on this process only, with valid arguments.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        for cap in 0..64 {
+            // Past the last capability the kernel answers EINVAL.
+            libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
+        }
+        libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+        let header = CapHeader {
+            version: LINUX_CAPABILITY_VERSION_3,
+            pid: 0,
+        };
+        let data = [CapData::default(); 2];
+        if libc::syscall(libc::SYS_capset, &header, data.as_ptr()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
