@@ -34,6 +34,17 @@ enum Command {
         #[arg(long, default_value_t = 64)]
         open_files: u64,
     },
+    /// Internal: confines a child as the zygote does and attempts raw system
+    /// calls against the targets (JSON: file, victim_pid, tcp_port,
+    /// abstract_socket); prints what each returned. Used by the tests.
+    #[command(hide = true)]
+    SandboxProbe {
+        #[arg(long)]
+        targets: String,
+        /// Leaves the system-call filter out, to test the other layers alone.
+        #[arg(long)]
+        without_seccomp: bool,
+    },
     /// Print the program a child would run for the source on stdin, as JSON.
     Program {
         /// JSON array of tool definitions (`{"name", "parameters"}`).
@@ -55,6 +66,18 @@ fn main() -> ExitCode {
             open_files,
         }),
         Command::Program { tools } => program_command(&tools),
+        Command::SandboxProbe {
+            targets,
+            without_seccomp,
+        } => match serde_json::from_str(&targets) {
+            Ok(targets) => {
+                ExitCode::from(baton::sandbox::probe::run(targets, !without_seccomp) as u8)
+            }
+            Err(error) => {
+                eprintln!("baton sandbox-probe: --targets: {error}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Serve(args) => baton::server::run(*args),
     }
 }

@@ -25,7 +25,15 @@ pub fn run(args: ServeArgs) -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
         .init();
+    // Probed while the process has one thread (before the runtime's).
+    let layers = crate::sandbox::isolation::probe();
+    if layers.namespaces && layers.landlock_abi >= 6 {
+        tracing::info!("sandbox: {}", layers.describe());
+    } else {
+        tracing::warn!("sandbox degraded on this kernel: {}", layers.describe());
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

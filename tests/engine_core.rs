@@ -268,7 +268,8 @@ async fn replay_detects_output_that_changed() {
 async fn a_child_sees_the_same_pid_hot_and_cold() {
     // In its own pid namespace every child is pid 1: printing the pid
     // replays exactly.
-    let source = "import os\nprint(os.getpid())\nawait get_weather(city='x')\nprint('after', os.getpid())\n";
+    let source =
+        "import os\nprint(os.getpid())\nawait get_weather(city='x')\nprint('after', os.getpid())\n";
     let (step, _, stdout, stderr) = run(source, |_| true).await;
     assert_eq!(step, Step::Completed, "{stderr}");
     assert_eq!(stdout, "1\nafter 1\n");

@@ -205,6 +205,72 @@ fn a_restart_right_after_sigkill_always_opens_the_store() {
     }
 }
 
+/// The pid of the server's zygote (its child running `baton zygote`).
+fn zygote_of(server_pid: u32) -> Option<i32> {
+    std::fs::read_dir("/proc").ok()?.find_map(|entry| {
+        let pid: i32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let ppid: u32 = stat
+            .rsplit(')')
+            .next()?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let is_zygote = cmdline.split(|b| *b == 0).any(|arg| arg == b"zygote");
+        (ppid == server_pid && is_zygote).then_some(pid)
+    })
+}
+
+#[test]
+fn a_killed_zygote_is_noticed_and_replaced() {
+    let (_dir, server) = server();
+    let pid = server.pid().unwrap_or_else(|| panic!("no server pid"));
+    let paused = start(
+        &server,
+        "w = await get_weather(city='x')\nprint(w['temp'])\n",
+    )
+    .1;
+    assert_eq!(paused["status"], "tool_call_required", "{paused}");
+    let first = zygote_of(pid).unwrap_or_else(|| panic!("no zygote under {pid}"));
+    // SAFETY: killing the zygote of the server this test started.
+    unsafe { libc::kill(first, libc::SIGKILL) };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let health = loop {
+        let (status, health) = server.get("/health", None);
+        if status == 200 && health["zygote_restarts"] == 1 {
+            break health;
+        }
+        assert!(Instant::now() < deadline, "not healed: {status} {health}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(health["status"], "ok");
+    let second = zygote_of(pid).unwrap_or_else(|| {
+        let children = std::process::Command::new("ps")
+            .args(["-o", "pid,ppid,user,stat,cmd", "--ppid", &pid.to_string()])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        panic!("no new zygote under {pid}:\n{children}")
+    });
+    assert_ne!(first, second);
+    for n in 0..20 {
+        let (status, reply) = start(&server, &format!("print({n} * 2)\n"));
+        assert_eq!(status, 200, "execution {n}: {reply}");
+        assert_eq!(
+            reply["stdout"],
+            format!("{}\n", n * 2),
+            "execution {n}: {reply}"
+        );
+    }
+    // The paused execution's child died with the zygote: it resumes by replay.
+    let (status, done) = continue_(&server, &paused, answers(&paused));
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["stdout"], "11\n", "{done}");
+    assert_eq!(server.pid(), Some(pid), "the server itself was replaced");
+}
+
 #[test]
 fn a_second_server_on_the_same_data_directory_names_the_flag() {
     let (dir, _server) = server();

@@ -89,16 +89,35 @@ fn read_body(state: &AppState, body: Result<Bytes, BytesRejection>) -> Result<By
     })
 }
 
-/// `GET /health`: liveness, with the pool's counts.
+/// `GET /health`: whether executions can be served now, with the pool's
+/// counts. 503 while the sandbox is not ready (at start, and after its
+/// zygote died until the new one has a ready child).
 #[utoipa::path(get, path = "/health", tag = "service", security(()),
-    responses((status = 200, description = "The server is up", body = HealthView)))]
-async fn health(State(state): State<Arc<AppState>>) -> Json<HealthView> {
+    responses((status = 200, description = "Executions can be served", body = HealthView),
+        (status = 503, description = "The sandbox is not ready yet, or is recovering", body = HealthView)))]
+async fn health(State(state): State<Arc<AppState>>) -> Response {
     let engine = state.service.engine();
-    Json(HealthView {
-        status: "ok",
+    let ready = engine.sandbox_ready();
+    if !ready {
+        engine.refill();
+    }
+    let view = HealthView {
+        status: if ready { "ok" } else { "degraded" },
+        sandbox: if ready {
+            "ready"
+        } else {
+            "starting: no child of the current zygote is ready yet"
+        },
         parked: engine.parked_count(),
         idle_children: engine.idle_count(),
-    })
+        zygote_restarts: engine.zygote_deaths(),
+    };
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(view)).into_response()
 }
 
 /// `GET /metrics`: Prometheus text.

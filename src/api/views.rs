@@ -319,8 +319,13 @@ impl ErrorView {
 /// `GET /health`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct HealthView {
-    /// Always `ok`.
+    /// `ok`, or `degraded` (HTTP 503) while the sandbox is not ready.
+    #[schema(pattern = "^(ok|degraded)$")]
     pub status: &'static str,
+    /// The sandbox's state, in words.
+    pub sandbox: &'static str,
+    /// How many times the sandbox zygote died and was replaced.
+    pub zygote_restarts: u64,
     /// Children parked at a pause.
     pub parked: usize,
     /// Pre-forked children waiting for work.

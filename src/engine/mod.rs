@@ -30,7 +30,7 @@ use crate::sandbox::pool::{ChildProc, Pool};
 use crate::sandbox::protocol::{
     ChildLimits, ChildOutcome, FrameError, FromChild, PendingCall, StartJob, ToChild, nonblocking,
 };
-use crate::sandbox::zygote::Zygote;
+use crate::sandbox::zygote::Supervisor;
 use crate::tools::ToolDef;
 
 pub mod program;
@@ -189,7 +189,7 @@ pub struct Engine {
     pool: Arc<Pool>,
     parked: Mutex<HashMap<[u8; 16], (Instant, ChildProc)>>,
     running: Mutex<HashMap<[u8; 16], i32>>,
-    _zygote: Arc<Zygote>,
+    supervisor: Arc<Supervisor>,
 }
 
 /// Counts of what the engine did, for metrics.
@@ -205,19 +205,40 @@ pub enum ResumeKind {
 impl Engine {
     /// Starts the zygote and fills the pool.
     pub fn new(config: EngineConfig) -> Result<Arc<Engine>, EngineError> {
-        let zygote = Arc::new(
-            Zygote::spawn(config.exe.clone(), &config.rlimits)
-                .map_err(|e| EngineError::Sandbox(format!("cannot start the zygote: {e}")))?,
-        );
-        let pool = Pool::new(zygote.clone(), config.pool_size);
+        let supervisor = Supervisor::start(config.exe.clone(), config.rlimits.clone())
+            .map_err(|e| EngineError::Sandbox(format!("cannot start the zygote: {e}")))?;
+        let pool = Pool::new(supervisor.clone(), config.pool_size);
         pool.refill();
         Ok(Arc::new(Engine {
             config,
             pool,
             parked: Mutex::new(HashMap::new()),
             running: Mutex::new(HashMap::new()),
-            _zygote: zygote,
+            supervisor,
         }))
+    }
+
+    /// Whether the sandbox can serve now: its current zygote has produced a
+    /// ready child (false at start, and after a zygote's death until its
+    /// replacement's first child is ready).
+    pub fn sandbox_ready(&self) -> bool {
+        self.pool.is_ready()
+    }
+
+    /// How many zygotes have died since the start.
+    pub fn zygote_deaths(&self) -> u64 {
+        self.supervisor.deaths()
+    }
+
+    /// The current zygote's pid (tests kill it).
+    pub fn zygote_pid(&self) -> Option<u32> {
+        self.supervisor.current().ok().map(|z| z.pid())
+    }
+
+    /// Tops the pool up (after a zygote's death the refill that noticed it
+    /// may have stopped).
+    pub fn refill(&self) {
+        self.pool.refill();
     }
 
     /// The configuration.

@@ -58,6 +58,64 @@ pub fn first_too_deep(body: &[Stmt]) -> Option<usize> {
     checker.too_deep
 }
 
+/// Whether `source` (a module, or an expression when `expression`) nests
+/// deeper than the compiler accepts, found without ever dropping a deep
+/// tree: a tree found too deep is leaked. For a process that ends soon (a
+/// child compiling a huge source for `exec`), where a stack sized for the
+/// drop would not fit its memory limit.
+pub fn leaks_too_deep(source: &str, expression: bool) -> bool {
+    use ruff_python_ast::Mod;
+    let mode = if expression {
+        ruff_python_parser::Mode::Expression
+    } else {
+        ruff_python_parser::Mode::Module
+    };
+    if bracket_depth(source, mode) > MAX_BRACKET_DEPTH {
+        // The compiler refuses it by its tokens ("too many nested
+        // parentheses"), and parsing it here would cost the parser's
+        // deepest recursion for nothing.
+        return false;
+    }
+    let parsed = ruff_python_parser::parse_unchecked(source, mode.into());
+    let mut checker = DepthChecker {
+        depth: 0,
+        limit: depth_limit(),
+        too_deep: None,
+    };
+    match parsed.syntax() {
+        Mod::Module(module) => checker.visit_body(&module.body),
+        Mod::Expression(expression) => checker.visit_expr(&expression.body),
+    }
+    let too_deep = checker.too_deep.is_some();
+    if too_deep {
+        std::mem::forget(parsed);
+    }
+    too_deep
+}
+
+/// The bracket nesting the compiler accepts (CPython's `MAXLEVEL`).
+const MAX_BRACKET_DEPTH: usize = 200;
+
+/// The deepest nesting of `(`, `[` and `{` in `source`, from its tokens.
+fn bracket_depth(source: &str, mode: ruff_python_parser::Mode) -> usize {
+    use ruff_python_ast::token::TokenKind;
+    let mut lexer = ruff_python_parser::lexer::lex(source, mode);
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    loop {
+        match lexer.next_token() {
+            TokenKind::EndOfFile => return deepest,
+            TokenKind::Lpar | TokenKind::Lsqb | TokenKind::Lbrace => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            TokenKind::Rpar | TokenKind::Rsqb | TokenKind::Rbrace => {
+                depth = depth.saturating_sub(1)
+            }
+            _ => {}
+        }
+    }
+}
+
 struct DepthChecker {
     depth: usize,
     limit: usize,

@@ -25,7 +25,7 @@ mod sites;
 use serde::Serialize;
 
 use crate::tools::ToolDef;
-pub use depth::on_sized_stack;
+pub use depth::{leaks_too_deep, on_sized_stack};
 pub use names::python_name;
 
 /// How a site's result is used (see [`sites`]).

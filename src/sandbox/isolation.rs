@@ -42,6 +42,60 @@ const NAMESPACES: libc::c_int = libc::CLONE_NEWUSER
     | libc::CLONE_NEWNET
     | libc::CLONE_NEWUTS;
 
+/// Everything the zygote applies to each child.
+#[derive(Clone, Debug)]
+pub struct Confinement {
+    /// The child's resource limits.
+    pub rlimits: crate::sandbox::limits::ChildRlimits,
+    /// The empty root every child enters.
+    pub root_fd: i32,
+    /// Whether children get namespaces of their own.
+    pub namespaces: bool,
+    /// The zygote's uid and gid, which a child's ids map to.
+    pub outer_ids: (u32, u32),
+}
+
+impl Confinement {
+    /// In the zygote at its start, while it has one thread: the empty root,
+    /// whether namespaces work, and `nobody` instead of root.
+    pub fn prepare(rlimits: crate::sandbox::limits::ChildRlimits) -> io::Result<Confinement> {
+        let root_fd = crate::sandbox::limits::make_empty_root()?;
+        let namespaces = namespaces_work();
+        if namespaces {
+            drop_root()?;
+        }
+        Ok(Confinement {
+            rlimits,
+            root_fd,
+            namespaces,
+            outer_ids: outer_ids(),
+        })
+    }
+
+    /// A new child: cloned into new namespaces, or forked where the kernel
+    /// has none. The caller must hold no lock another thread could need.
+    pub fn spawn(&self) -> io::Result<Cloned> {
+        if self.namespaces {
+            clone_into_namespaces()
+        } else {
+            fork()
+        }
+    }
+
+    /// In a new child: its layers, in the order each needs: its
+    /// namespaces' identity, then limits, descriptors (all but `keep_fd`
+    /// closed) and the empty root, then Landlock, then no capabilities.
+    pub fn apply(&self, keep_fd: i32) -> io::Result<()> {
+        if self.namespaces {
+            enter_namespaces(self.outer_ids)?;
+        }
+        crate::sandbox::limits::confine_child(&self.rlimits, keep_fd, self.root_fd)?;
+        // Best effort: a kernel without Landlock is reported at startup.
+        let _ = landlock_everything();
+        drop_capabilities()
+    }
+}
+
 /// What a `clone` returned.
 pub enum Cloned {
     /// In the new child.
@@ -69,7 +123,9 @@ impl Layers {
         };
         let landlock = match self.landlock_abi {
             0 => "NO Landlock (absent from this kernel)".to_owned(),
-            abi if abi >= 6 => format!("Landlock ABI {abi} (files, TCP, signals, abstract sockets)"),
+            abi if abi >= 6 => {
+                format!("Landlock ABI {abi} (files, TCP, signals, abstract sockets)")
+            }
             abi if abi >= 4 => format!("Landlock ABI {abi} (files and TCP; no signal scoping)"),
             abi => format!("Landlock ABI {abi} (files only)"),
         };
@@ -201,7 +257,13 @@ fn write_maps(uid: u32, gid: u32) -> io::Result<()> {
 fn set_dumpable(dumpable: bool) {
     // SAFETY: prctl on this process only.
     unsafe {
-        libc::prctl(libc::PR_SET_DUMPABLE, libc::c_ulong::from(dumpable), 0, 0, 0);
+        libc::prctl(
+            libc::PR_SET_DUMPABLE,
+            libc::c_ulong::from(dumpable),
+            0,
+            0,
+            0,
+        );
     }
 }
 
@@ -234,7 +296,13 @@ pub fn drop_capabilities() -> io::Result<()> {
             // Past the last capability the kernel answers EINVAL.
             libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
         }
-        libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        );
         let header = CapHeader {
             version: LINUX_CAPABILITY_VERSION_3,
             pid: 0,

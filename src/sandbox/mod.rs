@@ -8,6 +8,7 @@ pub mod fdpass;
 pub mod isolation;
 pub mod limits;
 pub mod pool;
+pub mod probe;
 pub mod protocol;
 pub mod seccomp;
 pub mod zygote;

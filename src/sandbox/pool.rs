@@ -5,17 +5,31 @@
 //!   linger, whatever path dropped it.
 //! - At most one refill runs at a time; it forks until `target` children are
 //!   idle.
+//! - An idle child of a zygote that has since died is never handed out: each
+//!   child carries its zygote's generation, and a fork that fails on a dead
+//!   zygote waits for the supervisor's next one.
+//! - The pool is ready when a child of the current zygote has reported
+//!   `Ready`: before that (at start, after a zygote's death) `/health` says
+//!   the service is degraded.
 
 use std::collections::VecDeque;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crate::sandbox::protocol::{FromChild, nonblocking};
-use crate::sandbox::zygote::{ForkedChild, Zygote};
+use crate::sandbox::zygote::{ForkedChild, Supervisor};
 
 /// How long a new child may take to rehearse.
-const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Failed forks in a row after which a refill gives up (the next request or
+/// health check starts another).
+const MAX_REFILL_FAILURES: u32 = 40;
+
+/// How long a fork waits for a new zygote after the current one died.
+const ZYGOTE_WAIT: Duration = Duration::from_secs(10);
 
 /// A live child and the server's end of its socket.
 pub struct ChildProc {
@@ -50,46 +64,86 @@ impl Drop for ChildProc {
     }
 }
 
-/// Idle children ready for a start.
+/// Idle children ready for a start, each with its zygote's generation.
 pub struct Pool {
-    zygote: Arc<Zygote>,
-    idle: Mutex<VecDeque<ChildProc>>,
+    supervisor: Arc<Supervisor>,
+    idle: Mutex<VecDeque<(u64, ChildProc)>>,
     target: usize,
     refilling: AtomicBool,
+    /// The generation of the zygote whose child last reported `Ready`.
+    ready_generation: AtomicU64,
 }
 
 impl Pool {
-    /// A pool keeping `target` idle children.
-    pub fn new(zygote: Arc<Zygote>, target: usize) -> Arc<Pool> {
+    /// A pool keeping `target` idle children from `supervisor`'s zygote.
+    pub fn new(supervisor: Arc<Supervisor>, target: usize) -> Arc<Pool> {
         Arc::new(Pool {
-            zygote,
+            supervisor,
             idle: Mutex::new(VecDeque::new()),
             target,
             refilling: AtomicBool::new(false),
+            ready_generation: AtomicU64::new(0),
         })
     }
 
-    /// An idle child, or a freshly forked one if none is idle.
-    pub async fn take(self: &Arc<Self>) -> io::Result<ChildProc> {
-        let idle = self.idle.lock().ok().and_then(|mut idle| idle.pop_front());
-        let child = match idle {
-            Some(child) => child,
-            None => self.fork().await?,
-        };
-        Ok(child)
+    fn generation(&self) -> u64 {
+        self.supervisor
+            .current()
+            .map_or(0, |zygote| zygote.generation)
     }
 
-    /// Number of idle children now.
+    /// Whether a child of the current zygote has been ready.
+    pub fn is_ready(&self) -> bool {
+        self.ready_generation.load(Ordering::Acquire) == self.generation()
+    }
+
+    /// An idle child of the current zygote, or a freshly forked one.
+    pub async fn take(self: &Arc<Self>) -> io::Result<ChildProc> {
+        let generation = self.generation();
+        let idle = self.idle.lock().ok().and_then(|mut idle| {
+            // Children of a dead zygote died with it.
+            idle.retain(|(born, _)| *born == generation);
+            idle.pop_front()
+        });
+        match idle {
+            Some((_, child)) => Ok(child),
+            None => self.fork().await.map(|(_, child)| child),
+        }
+    }
+
+    /// Number of idle children of the current zygote now (those of a dead
+    /// one are dropped here).
     pub fn idle_count(&self) -> usize {
-        self.idle.lock().map(|idle| idle.len()).unwrap_or(0)
+        let generation = self.generation();
+        self.idle
+            .lock()
+            .map(|mut idle| {
+                idle.retain(|(born, _)| *born == generation);
+                idle.len()
+            })
+            .unwrap_or(0)
+    }
+
+    /// Forks from the current zygote; when it has died, waits for the next.
+    async fn fork_from_a_live_zygote(&self) -> io::Result<(u64, ForkedChild)> {
+        let deadline = tokio::time::Instant::now() + ZYGOTE_WAIT;
+        loop {
+            let zygote = self.supervisor.current()?;
+            let generation = zygote.generation;
+            let forked = tokio::task::spawn_blocking(move || zygote.fork())
+                .await
+                .map_err(io::Error::other)?;
+            match forked {
+                Ok(forked) => return Ok((generation, forked)),
+                Err(error) if tokio::time::Instant::now() >= deadline => return Err(error),
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
     }
 
     /// Forks a child and waits until it has rehearsed and is ready.
-    async fn fork(&self) -> io::Result<ChildProc> {
-        let zygote = self.zygote.clone();
-        let forked = tokio::task::spawn_blocking(move || zygote.fork())
-            .await
-            .map_err(io::Error::other)??;
+    async fn fork(&self) -> io::Result<(u64, ChildProc)> {
+        let (generation, forked) = self.fork_from_a_live_zygote().await?;
         let mut child = ChildProc::from_forked(forked)?;
         let ready = tokio::time::timeout(
             READY_TIMEOUT,
@@ -97,7 +151,10 @@ impl Pool {
         )
         .await;
         match ready {
-            Ok(Ok(FromChild::Ready)) => Ok(child),
+            Ok(Ok(FromChild::Ready)) => {
+                self.ready_generation.store(generation, Ordering::Release);
+                Ok((generation, child))
+            }
             Ok(Ok(_)) => Err(io::Error::other(
                 "a new child sent something before it was ready",
             )),
@@ -115,16 +172,21 @@ impl Pool {
         }
         let pool = self.clone();
         tokio::spawn(async move {
+            let mut failures = 0;
             while pool.idle_count() < pool.target {
                 match pool.fork().await {
-                    Ok(child) => {
+                    Ok(born) => {
                         if let Ok(mut idle) = pool.idle.lock() {
-                            idle.push_back(child);
+                            idle.push_back(born);
                         }
                     }
                     Err(error) => {
                         tracing::error!(%error, "pre-forking a child failed");
-                        break;
+                        failures += 1;
+                        if failures >= MAX_REFILL_FAILURES {
+                            break;
+                        }
+                        tokio::time::sleep(Duration::from_millis(250)).await;
                     }
                 }
             }

@@ -52,29 +52,50 @@ const UNCONDITIONAL: &[(i64, &str)] = &[
     (libc::SYS_mremap, "growing large allocations"),
     (libc::SYS_madvise, "returning pages of freed memory"),
     // Waiting: the interpreter and the watchdog thread.
-    (libc::SYS_futex, "locks and condition variables (the watchdog)"),
+    (
+        libc::SYS_futex,
+        "locks and condition variables (the watchdog)",
+    ),
     (libc::SYS_sched_yield, "spin locks yielding"),
     // Time: the watchdog's deadlines (the program's clock is virtual).
-    (libc::SYS_clock_gettime, "the watchdog's clock (when not the vDSO)"),
+    (
+        libc::SYS_clock_gettime,
+        "the watchdog's clock (when not the vDSO)",
+    ),
     (libc::SYS_clock_getres, "clock resolution queries"),
     (libc::SYS_gettimeofday, "libc time (when not the vDSO)"),
     (libc::SYS_clock_nanosleep, "the watchdog's timed waits"),
     (libc::SYS_nanosleep, "short sleeps in libc"),
-    (libc::SYS_restart_syscall, "a sleep restarted after a signal"),
+    (
+        libc::SYS_restart_syscall,
+        "a sleep restarted after a signal",
+    ),
     // Signals: abort() and the interpreter's handlers, on itself only.
-    (libc::SYS_rt_sigaction, "installing handlers (abort resets SIGABRT)"),
+    (
+        libc::SYS_rt_sigaction,
+        "installing handlers (abort resets SIGABRT)",
+    ),
     (libc::SYS_rt_sigprocmask, "masking signals (abort)"),
     (libc::SYS_rt_sigreturn, "returning from a handler"),
     (libc::SYS_sigaltstack, "the stack for signal handlers"),
     // The watchdog thread's start (it is spawned just before the filter,
     // and may still be starting when the filter reaches it): glibc
     // registers the thread's restartable sequences and robust futex list.
-    (libc::SYS_rseq, "a new thread's restartable sequences (glibc)"),
-    (libc::SYS_set_robust_list, "a new thread's robust futex list (glibc)"),
+    (
+        libc::SYS_rseq,
+        "a new thread's restartable sequences (glibc)",
+    ),
+    (
+        libc::SYS_set_robust_list,
+        "a new thread's robust futex list (glibc)",
+    ),
     // Identity of itself: harmless inside its own namespaces.
     (libc::SYS_getpid, "its own pid (1 in its pid namespace)"),
     (libc::SYS_gettid, "its own thread ids"),
-    (libc::SYS_getuid, "its own uid (unprivileged, in its user namespace)"),
+    (
+        libc::SYS_getuid,
+        "its own uid (unprivileged, in its user namespace)",
+    ),
     (libc::SYS_geteuid, "its own effective uid"),
     (libc::SYS_getgid, "its own gid"),
     (libc::SYS_getegid, "its own effective gid"),
@@ -83,7 +104,10 @@ const UNCONDITIONAL: &[(i64, &str)] = &[
     // Its descriptors: closing and seeking are harmless on what it holds.
     (libc::SYS_close, "closing its own descriptors"),
     (libc::SYS_lseek, "seeking its own descriptors"),
-    (libc::SYS_sched_getaffinity, "the number of CPUs, read by native code"),
+    (
+        libc::SYS_sched_getaffinity,
+        "the number of CPUs, read by native code",
+    ),
     // The end.
     (libc::SYS_exit, "a thread ending"),
     (libc::SYS_exit_group, "the process ending"),

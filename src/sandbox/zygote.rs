@@ -1,27 +1,40 @@
-//! The server's handle on the zygote process.
+//! The server's handle on the zygote process, supervised.
 //!
 //! The server starts `baton zygote` with one end of a socket pair as its
 //! stdin. A fork request is one byte; the answer carries the new child's pid
 //! and the server's end of the child's socket.
 //!
+//! A [`Supervisor`] owns the current zygote and a thread that waits for its
+//! end: when a zygote dies (killed, crashed), the death is logged at once, a
+//! new one is started (retried every [`RESPAWN_DELAY`] while that fails),
+//! and its generation number moves on, so the pool drops the children of
+//! the dead one and refills.
+//!
 //! Invariants:
-//! - Requests are serialized by a mutex, so answers match requests.
+//! - Requests to one zygote are serialized by a mutex, so answers match
+//!   requests.
 //! - When the server dies the control socket closes and the zygote exits,
 //!   taking its children with it (they have `PR_SET_PDEATHSIG`).
+//! - A zygote is never respawned after [`Supervisor::stop`].
 
 use std::io::{self, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use crate::sandbox::fdpass::recv_fd;
 use crate::sandbox::limits::ChildRlimits;
 
+/// Wait between attempts to start a zygote after one failed.
+pub const RESPAWN_DELAY: Duration = Duration::from_millis(500);
+
 /// A forked child, as the server sees it.
 pub struct ForkedChild {
-    /// The child's process id.
+    /// The child's pid.
     pub pid: i32,
     /// The server's end of the child's socket.
     pub socket: OwnedFd,
@@ -30,12 +43,14 @@ pub struct ForkedChild {
 /// A running zygote.
 pub struct Zygote {
     control: Mutex<UnixStream>,
-    process: Mutex<Child>,
+    pid: u32,
+    /// Its number: the first is 1, each replacement one more.
+    pub generation: u64,
 }
 
 impl Zygote {
-    /// Starts the zygote from `exe` (normally the running binary).
-    pub fn spawn(exe: PathBuf, limits: &ChildRlimits) -> io::Result<Zygote> {
+    /// Starts a zygote from `exe`; returns it and its process.
+    fn spawn(exe: &PathBuf, limits: &ChildRlimits, generation: u64) -> io::Result<(Zygote, Child)> {
         let (server_end, zygote_end) = UnixStream::pair()?;
         let process = Command::new(exe)
             .arg("zygote")
@@ -51,10 +66,12 @@ impl Zygote {
             .env("TZ", "UTC")
             .env("LANG", "C.UTF-8")
             .spawn()?;
-        Ok(Zygote {
+        let zygote = Zygote {
             control: Mutex::new(server_end),
-            process: Mutex::new(process),
-        })
+            pid: process.id(),
+            generation,
+        };
+        Ok((zygote, process))
     }
 
     /// Forks a new child (blocking, about a millisecond).
@@ -69,16 +86,113 @@ impl Zygote {
     }
 
     /// The zygote's pid.
-    pub fn pid(&self) -> Option<u32> {
-        self.process.lock().ok().map(|p| p.id())
+    pub fn pid(&self) -> u32 {
+        self.pid
     }
 }
 
-impl Drop for Zygote {
-    fn drop(&mut self) {
-        if let Ok(mut process) = self.process.lock() {
-            let _ = process.kill();
-            let _ = process.wait();
+/// Keeps a zygote running.
+pub struct Supervisor {
+    exe: PathBuf,
+    limits: ChildRlimits,
+    current: Mutex<Arc<Zygote>>,
+    stopping: AtomicBool,
+    deaths: AtomicU64,
+}
+
+impl Supervisor {
+    /// Starts the first zygote and the thread that watches it.
+    pub fn start(exe: PathBuf, limits: ChildRlimits) -> io::Result<Arc<Supervisor>> {
+        let (zygote, process) = Zygote::spawn(&exe, &limits, 1)?;
+        let supervisor = Arc::new(Supervisor {
+            exe,
+            limits,
+            current: Mutex::new(Arc::new(zygote)),
+            stopping: AtomicBool::new(false),
+            deaths: AtomicU64::new(0),
+        });
+        let watcher = Arc::downgrade(&supervisor);
+        std::thread::Builder::new()
+            .name("zygote-supervisor".into())
+            .spawn(move || watch(watcher, process))?;
+        Ok(supervisor)
+    }
+
+    /// The zygote to fork from now.
+    pub fn current(&self) -> io::Result<Arc<Zygote>> {
+        self.current
+            .lock()
+            .map(|zygote| zygote.clone())
+            .map_err(|_| io::Error::other("zygote supervisor lock poisoned"))
+    }
+
+    /// How many zygotes have died.
+    pub fn deaths(&self) -> u64 {
+        self.deaths.load(Ordering::Relaxed)
+    }
+
+    /// Ends the current zygote for good (the server is shutting down).
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        if let Ok(zygote) = self.current() {
+            // SAFETY: a signal to the zygote this supervisor started.
+            unsafe {
+                libc::kill(zygote.pid() as i32, libc::SIGKILL);
+            }
         }
+    }
+
+    /// After a zygote's death: counts it and starts the next (retrying);
+    /// `None` once stopped.
+    fn replace(&self, status: io::Result<std::process::ExitStatus>) -> Option<Child> {
+        if self.stopping.load(Ordering::SeqCst) {
+            return None;
+        }
+        self.deaths.fetch_add(1, Ordering::Relaxed);
+        let generation = self.current().map_or(0, |z| z.generation);
+        tracing::error!(
+            generation,
+            status = ?status.ok(),
+            "the sandbox zygote died; starting a new one (paused executions resume by replay)"
+        );
+        loop {
+            match Zygote::spawn(&self.exe, &self.limits, generation + 1) {
+                Ok((zygote, process)) => {
+                    if let Ok(mut current) = self.current.lock() {
+                        *current = Arc::new(zygote);
+                    }
+                    tracing::info!(generation = generation + 1, "a new sandbox zygote started");
+                    return Some(process);
+                }
+                Err(error) => {
+                    tracing::error!(%error, "cannot start a new sandbox zygote; retrying");
+                    std::thread::sleep(RESPAWN_DELAY);
+                }
+            }
+            if self.stopping.load(Ordering::SeqCst) {
+                return None;
+            }
+        }
+    }
+}
+
+/// The supervisor's thread: waits for each zygote's end and has the next
+/// started, until the supervisor is stopped or gone.
+fn watch(supervisor: Weak<Supervisor>, mut process: Child) {
+    loop {
+        let status = process.wait();
+        let Some(supervisor) = supervisor.upgrade() else {
+            return;
+        };
+        match supervisor.replace(status) {
+            Some(next) => process = next,
+            None => return,
+        }
+    }
+}
+
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        self.stop();
     }
 }

@@ -101,6 +101,11 @@ fn compile_panic_error(
     }
 }
 
+/// Sources past this size are checked for depth first (see
+/// [`crate::rewrite::leaks_too_deep`]): the stack a drop of their tree could
+/// need would not fit a child's memory limit.
+const LARGE_SOURCE: usize = 192 << 10;
+
 #[pymodule]
 pub mod _baton {
     use super::*;
@@ -180,6 +185,21 @@ pub mod _baton {
             vm.ctx.new_bool(true).into(),
         ];
         let source_len = source.byte_len();
+        // A parse that runs out of stack segments (the child's memory limit)
+        // is too deep as well.
+        if source_len > LARGE_SOURCE
+            && crate::vm::panics::catch(|| {
+                crate::rewrite::leaks_too_deep(
+                    &source.as_wtf8().to_string_lossy(),
+                    mode.as_wtf8() == "eval",
+                )
+            })
+            .unwrap_or(true)
+        {
+            return Err(vm.new_recursion_error(
+                "maximum recursion depth exceeded during compilation".to_owned(),
+            ));
+        }
         let compiled = crate::rewrite::on_sized_stack(source_len, || {
             crate::vm::panics::catch(|| compile_fn.call(args, vm))
         });

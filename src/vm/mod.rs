@@ -31,7 +31,7 @@ use std::os::unix::net::UnixStream;
 
 use rustpython_vm::{Interpreter, InterpreterBuilder, VirtualMachine, scope::Scope};
 
-use crate::sandbox::isolation;
+use crate::sandbox::isolation::{self, Confinement};
 use crate::sandbox::limits::ChildRlimits;
 
 /// The Python runtime, frozen into the binary.
@@ -226,24 +226,13 @@ fn format_exception(
 
 /// The zygote's entry: build, warm, then fork children on request. Never returns.
 pub fn zygote_main(rlimits: ChildRlimits) -> ! {
-    let root_fd = match crate::sandbox::limits::make_empty_root() {
-        Ok(fd) => fd,
+    // Prepared while this process still has one thread.
+    let confinement = match Confinement::prepare(rlimits) {
+        Ok(confinement) => confinement,
         Err(error) => {
-            eprintln!("baton zygote: cannot make the children's empty root: {error}");
+            eprintln!("baton zygote: cannot prepare the children's confinement: {error}");
             std::process::exit(1)
         }
-    };
-    // Probed while this process still has one thread.
-    let namespaces = isolation::namespaces_work();
-    if namespaces && let Err(error) = isolation::drop_root() {
-        eprintln!("baton zygote: cannot drop root: {error}");
-        std::process::exit(1)
-    }
-    let confinement = Confinement {
-        rlimits,
-        root_fd,
-        namespaces,
-        outer_ids: isolation::outer_ids(),
     };
     panics::install_hook();
     let spawned = std::thread::Builder::new()
@@ -289,17 +278,6 @@ fn serve_forks(vm: &VirtualMachine, confinement: &Confinement) -> ! {
     }
 }
 
-/// What the zygote applies to each child.
-struct Confinement {
-    rlimits: ChildRlimits,
-    /// The empty root every child enters.
-    root_fd: i32,
-    /// Whether children get namespaces of their own.
-    namespaces: bool,
-    /// The zygote's uid and gid, which a child's ids map to.
-    outer_ids: (u32, u32),
-}
-
 fn fork_child(
     vm: &VirtualMachine,
     control: &UnixStream,
@@ -308,12 +286,7 @@ fn fork_child(
     let (server_end, child_end) = UnixStream::pair()?;
     // The child is a copy of this thread only: the interpreter's (the
     // zygote's main thread waits for it and holds no lock).
-    let cloned = if confinement.namespaces {
-        isolation::clone_into_namespaces()?
-    } else {
-        isolation::fork()?
-    };
-    match cloned {
+    match confinement.spawn()? {
         isolation::Cloned::Child => {
             drop(server_end);
             let control_fd = control.as_raw_fd();
@@ -342,7 +315,7 @@ fn child_main(
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
     }
     let stream_fd = stream.into_raw_fd();
-    if confine(confinement, stream_fd).is_err() {
+    if confinement.apply(stream_fd).is_err() {
         host::exit_now();
     }
     // SAFETY: we own stream_fd (just taken from the stream).
@@ -382,19 +355,6 @@ fn child_main(
         Some(never) => never,
         None => host::exit_now(),
     }
-}
-
-/// A new child's layers, in the order each needs (see
-/// [`isolation`]): its namespaces' identity, then limits, descriptors and
-/// the empty root, then Landlock, then no capabilities.
-fn confine(confinement: &Confinement, stream_fd: i32) -> io::Result<()> {
-    if confinement.namespaces {
-        isolation::enter_namespaces(confinement.outer_ids)?;
-    }
-    crate::sandbox::limits::confine_child(&confinement.rlimits, stream_fd, confinement.root_fd)?;
-    // Best effort: a kernel without Landlock is reported at startup.
-    let _ = isolation::landlock_everything();
-    isolation::drop_capabilities()
 }
 
 /// Raises `TimeLimitExceeded` in the interpreter at its next check.

@@ -28,6 +28,7 @@ macro_rules! refused {
         }
 
         /// The names of the refused modules.
+        #[cfg(test)]
         pub const NAMES: &[&str] = &[$($name),*];
     };
 }
@@ -50,4 +51,32 @@ refused! {
     faulthandler_module = "faulthandler",
     testinternalcapi_module = "_testinternalcapi",
     remote_debugging_module = "_remote_debugging",
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NAMES;
+
+    #[test]
+    fn every_refused_module_is_empty_by_every_import_route() {
+        let interpreter = crate::vm::build_interpreter();
+        interpreter.enter(|vm| {
+            for name in NAMES {
+                let source = [
+                    "import importlib, importlib.machinery, _imp".to_owned(),
+                    format!("spec = importlib.machinery.ModuleSpec('{name}', None)"),
+                    format!("for module in (__import__('{name}'), importlib.import_module('{name}'), _imp.create_builtin(spec)):"),
+                    "    left = [n for n in dir(module) if not n.startswith('__')]".to_owned(),
+                    format!("    assert left == [], ('{name}', left)"),
+                ]
+                .join("\n");
+                let scope = vm.new_scope_with_builtins();
+                if let Err(error) = vm.run_string(scope, &source, "<refused>") {
+                    let mut text = String::new();
+                    let _ = vm.write_exception(&mut text, &error);
+                    panic!("{name}: {text}");
+                }
+            }
+        });
+    }
 }

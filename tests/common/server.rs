@@ -244,7 +244,25 @@ fn spawn(data_dir: &Path, extra: &[String]) -> (Child, String) {
         }
     };
     std::thread::spawn(move || for _ in lines {});
+    wait_until_ready(&base);
     (child, base)
+}
+
+/// Waits until `/health` says the sandbox can serve (a server listens
+/// before its first child is ready).
+fn wait_until_ready(base: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::time::Instant::now() < deadline {
+        let ready = agent()
+            .get(&format!("{base}/health"))
+            .call()
+            .is_ok_and(|r| r.status() == 200);
+        if ready {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("baton at {base} was not ready within 30 s");
 }
 
 /// Tools of the HTTP tests, with names that need normalising.
