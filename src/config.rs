@@ -85,6 +85,9 @@ pub struct ServeArgs {
     /// Maximum size of a request body, in bytes.
     #[arg(long, env = "BATON_BODY_LIMIT", default_value_t = 4 << 20)]
     pub body_limit: usize,
+    /// Seconds a request body may take to arrive (408 beyond).
+    #[arg(long, env = "BATON_BODY_TIMEOUT_SECS", default_value_t = 30)]
+    pub body_timeout_secs: u64,
     /// How long session files (uploaded or produced) are kept, in seconds.
     #[arg(long, env = "BATON_FILE_TTL_SECS", default_value_t = 86_400)]
     pub file_ttl_secs: u64,

@@ -91,6 +91,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             .collect(),
         metrics,
         body_limit: args.body_limit,
+        body_timeout: Duration::from_secs(args.body_timeout_secs.max(1)),
     });
     spawn_sweeper(state.clone(), Duration::from_secs(args.sweep_secs.max(1)));
     let listener = tokio::net::TcpListener::bind(args.listen)

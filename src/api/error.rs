@@ -51,6 +51,9 @@ pub enum ApiError {
     /// Body over the size limit (413).
     #[error("Request body too large (limit {0} bytes)")]
     TooLarge(usize),
+    /// The body did not arrive in time (408).
+    #[error("Request body not received within {0} s")]
+    BodyTimeout(u64),
     /// A stored record that does not decode (500).
     #[error("{0}")]
     Corrupt(String),
@@ -75,6 +78,7 @@ impl ApiError {
             ApiError::NotFound | ApiError::FileNotFound => StatusCode::NOT_FOUND,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             ApiError::Corrupt(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Internal(_) => StatusCode::SERVICE_UNAVAILABLE,
         }

@@ -43,11 +43,56 @@ pub struct AppState {
     pub metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
     /// Request body limit, bytes.
     pub body_limit: usize,
+    /// How long a request body may take to arrive.
+    pub body_timeout: std::time::Duration,
+}
+
+/// How much of a body over the limit is read (and thrown away) so that
+/// the client, which is still sending, can read the 413.
+const DRAIN_LIMIT: usize = 64 << 20;
+
+/// Before any body is read: the API key (401 at once, the body never read),
+/// and a body announced over the limit (read up to [`DRAIN_LIMIT`] and
+/// thrown away, then a readable 413).
+async fn guard(
+    State(state): State<Arc<AppState>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if let Err(error) = authorize(&state, request.headers()) {
+        return error.into_response();
+    }
+    let announced = request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if announced.is_some_and(|length| length > state.body_limit) {
+        drain(request.into_body(), state.body_timeout).await;
+        return ApiError::TooLarge(state.body_limit).into_response();
+    }
+    next.run(request).await
+}
+
+/// Reads and discards a body, up to [`DRAIN_LIMIT`] bytes and `timeout`.
+async fn drain(mut body: axum::body::Body, timeout: std::time::Duration) {
+    use http_body_util::BodyExt;
+    let _ = tokio::time::timeout(timeout, async {
+        let mut read = 0usize;
+        while let Some(Ok(frame)) = body.frame().await {
+            read += frame.data_ref().map_or(0, |data| data.len());
+            if read > DRAIN_LIMIT {
+                break;
+            }
+        }
+    })
+    .await;
 }
 
 /// The router.
 pub fn router(state: Arc<AppState>) -> Router {
     let body_limit = state.body_limit;
+    let body_timeout = state.body_timeout;
     let protocol = Router::new()
         .route("/exec", post(exec_plain))
         .route("/exec/programmatic", post(exec))
@@ -55,7 +100,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/executions/{id}", get(inspect))
         .route("/upload", post(files::upload))
         .route("/files/{session_id}", get(files::list))
-        .route("/download/{session_id}/{file_id}", get(files::download));
+        .route("/download/{session_id}/{file_id}", get(files::download))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
+        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(body_timeout));
     Router::new()
         .merge(protocol.clone())
         .nest("/v1", protocol)
@@ -83,10 +130,24 @@ fn read_body(state: &AppState, body: Result<Bytes, BytesRejection>) -> Result<By
     body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::TooLarge(state.body_limit)
+        } else if timed_out(&rejection) {
+            ApiError::BodyTimeout(state.body_timeout.as_secs())
         } else {
             ApiError::BadRequest(format!("invalid request body: {rejection}"))
         }
     })
+}
+
+/// Whether a body could not be read because it took too long.
+fn timed_out(rejection: &BytesRejection) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(rejection);
+    while let Some(error) = source {
+        if error.is::<tower_http::timeout::TimeoutError>() {
+            return true;
+        }
+        source = error.source();
+    }
+    false
 }
 
 /// `GET /health`: whether executions can be served now, with the pool's

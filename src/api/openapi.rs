@@ -31,6 +31,9 @@ pub enum Failures {
     /// The round was continued already, is being continued, or was cancelled.
     #[response(status = 409)]
     Conflict(ErrorView),
+    /// The body did not arrive within the body timeout.
+    #[response(status = 408)]
+    BodyTimeout(ErrorView),
     /// The body is over the limit.
     #[response(status = 413)]
     TooLarge(ErrorView),
