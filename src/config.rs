@@ -54,6 +54,10 @@ pub struct ServeArgs {
     /// Parked children kept in memory; beyond that executions resume cold.
     #[arg(long, env = "BATON_MAX_PARKED", default_value_t = 256)]
     pub max_parked: usize,
+    /// Private memory all parked children may hold together, in MiB;
+    /// beyond it the least recently parked are evicted (they resume cold).
+    #[arg(long, env = "BATON_MAX_PARKED_MB", default_value_t = 1024)]
+    pub max_parked_mb: u64,
     /// Memory each child may allocate, in MiB.
     #[arg(long, env = "BATON_MEMORY_MB", default_value_t = 256)]
     pub memory_mb: u64,

@@ -120,6 +120,7 @@ fn engine_config(args: &ServeArgs) -> Result<EngineConfig, String> {
     let mut config = EngineConfig::new(exe);
     config.pool_size = args.pool_size;
     config.max_parked = args.max_parked;
+    config.max_parked_bytes = args.max_parked_mb.saturating_mul(1 << 20);
     config.rlimits.memory_mb = args.memory_mb;
     config.limits.stdout_cap = args.output_cap;
     config.limits.stderr_cap = args.output_cap;

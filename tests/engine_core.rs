@@ -612,3 +612,56 @@ fn corrupted_records_that_decode_replay_without_crashing() {
         "only {replayed} of {decoded} corrupted records were replayed"
     );
 }
+
+/// Waits until the engine's parked children number `count` and are all
+/// measured (a measure is taken off the request's path).
+async fn parked_settles(engine: &baton::engine::Engine, count: usize) -> u64 {
+    for _ in 0..200 {
+        let bytes = engine.parked_bytes();
+        if engine.parked_count() == count && bytes > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            if engine.parked_bytes() == bytes && engine.parked_count() == count {
+                return bytes;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!(
+        "parked children did not settle at {count}: {} parked, {} bytes",
+        engine.parked_count(),
+        engine.parked_bytes()
+    )
+}
+
+#[tokio::test]
+async fn parked_children_beyond_the_memory_budget_are_evicted_and_resume_cold() {
+    let source = "data = list(range(300000))\nw = await get_weather(city='x')\nprint(len(data), w['temp'])\n";
+    for (budget, kept) in [(1u64 << 30, 3usize), (1, 1)] {
+        let engine = engine_with(|c| c.max_parked_bytes = budget);
+        let mut records = Vec::new();
+        for _ in 0..3 {
+            records.push(start_paused(&engine, source).await);
+        }
+        let bytes = parked_settles(&engine, kept).await;
+        // 300 000 ints of a list the zygote never had: megabytes per child.
+        assert!(
+            bytes >= kept as u64 * (4 << 20),
+            "{kept} parked children measured at {bytes} bytes"
+        );
+        let mut hot = 0;
+        for mut record in records {
+            let (step, kind) = engine
+                .resume(&mut record, vec![value(json!({"temp": 7}))])
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(step, Step::Completed, "{}", record.stderr);
+            assert_eq!(record.stdout, "300000 7\n");
+            hot += usize::from(kind == baton::engine::ResumeKind::Hot);
+        }
+        assert_eq!(
+            hot, kept,
+            "the parked children resumed hot, the evicted cold"
+        );
+        assert_eq!(engine.parked_count(), 0);
+    }
+}

@@ -214,7 +214,9 @@ fn raw_exchange(base: &str, head: &str, body: &[u8], pause: Duration) -> String 
     stream
         .set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap_or_else(|e| panic!("{e}"));
-    stream.write_all(head.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    stream
+        .write_all(head.as_bytes())
+        .unwrap_or_else(|e| panic!("{e}"));
     std::thread::sleep(pause);
     // A server that answered early may have closed: the rest is not ours to
     // insist on.
@@ -225,7 +227,9 @@ fn raw_exchange(base: &str, head: &str, body: &[u8], pause: Duration) -> String 
 }
 
 fn head(content_length: usize, key: Option<&str>) -> String {
-    let auth = key.map(|k| format!("x-api-key: {k}\r\n")).unwrap_or_default();
+    let auth = key
+        .map(|k| format!("x-api-key: {k}\r\n"))
+        .unwrap_or_default();
     format!(
         "POST /exec/programmatic HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n{auth}content-length: {content_length}\r\nconnection: close\r\n\r\n"
     )
@@ -234,29 +238,65 @@ fn head(content_length: usize, key: Option<&str>) -> String {
 #[test]
 fn bodies_are_refused_readably_and_never_read_without_a_key() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::start(dir.path(), &["--body-limit", "1048576", "--body-timeout-secs", "1"]);
+    let server = Server::start(
+        dir.path(),
+        &["--body-limit", "1048576", "--body-timeout-secs", "1"],
+    );
     // No key, 100 MB announced, nothing sent: answered at once, unread.
     let started = Instant::now();
     let answer = raw_exchange(&server.base, &head(100 << 20, None), b"", Duration::ZERO);
     assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
-    assert!(started.elapsed() < Duration::from_secs(5), "waited for a body");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "waited for a body"
+    );
     // With the key, over the limit: the whole body sent, a readable 413.
     let big = vec![b' '; 3 << 20];
-    let answer = raw_exchange(&server.base, &head(big.len(), Some(KEY)), &big, Duration::ZERO);
-    assert!(answer.starts_with("HTTP/1.1 413"), "{}", &answer[..answer.len().min(300)]);
-    assert!(answer.contains("Request body too large (limit 1048576 bytes)"), "{answer}");
+    let answer = raw_exchange(
+        &server.base,
+        &head(big.len(), Some(KEY)),
+        &big,
+        Duration::ZERO,
+    );
+    assert!(
+        answer.starts_with("HTTP/1.1 413"),
+        "{}",
+        &answer[..answer.len().min(300)]
+    );
+    assert!(
+        answer.contains("Request body too large (limit 1048576 bytes)"),
+        "{answer}"
+    );
     // A body that stops arriving: 408 after the body timeout.
-    let answer = raw_exchange(&server.base, &head(1000, Some(KEY)), b"{\"code\":", Duration::ZERO);
+    let answer = raw_exchange(
+        &server.base,
+        &head(1000, Some(KEY)),
+        b"{\"code\":",
+        Duration::ZERO,
+    );
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
-    assert!(answer.contains("Request body not received within 1 s"), "{answer}");
+    assert!(
+        answer.contains("Request body not received within 1 s"),
+        "{answer}"
+    );
     // Many slow connections without a key hold nothing: each is answered.
     let answers: Vec<String> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..64)
-            .map(|_| scope.spawn(|| raw_exchange(&server.base, &head(4 << 20, None), b"{", Duration::ZERO)))
+            .map(|_| {
+                scope.spawn(|| {
+                    raw_exchange(&server.base, &head(4 << 20, None), b"{", Duration::ZERO)
+                })
+            })
             .collect();
         handles.into_iter().filter_map(|h| h.join().ok()).collect()
     });
-    assert_eq!(answers.iter().filter(|a| a.starts_with("HTTP/1.1 401")).count(), 64);
+    assert_eq!(
+        answers
+            .iter()
+            .filter(|a| a.starts_with("HTTP/1.1 401"))
+            .count(),
+        64
+    );
     assert_eq!(server.get("/health", None).0, 200);
 }
 

@@ -102,7 +102,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/files/{session_id}", get(files::list))
         .route("/download/{session_id}/{file_id}", get(files::download))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
-        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(body_timeout));
+        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+            body_timeout,
+        ));
     Router::new()
         .merge(protocol.clone())
         .nest("/v1", protocol)
@@ -187,6 +189,7 @@ async fn health(State(state): State<Arc<AppState>>) -> Response {
 async fn metrics_text(State(state): State<Arc<AppState>>) -> Response {
     let engine = state.service.engine();
     metrics::gauge!("baton_parked_children").set(engine.parked_count() as f64);
+    metrics::gauge!("baton_parked_bytes").set(engine.parked_bytes() as f64);
     let body = state
         .metrics
         .as_ref()

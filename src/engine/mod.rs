@@ -33,6 +33,7 @@ use crate::sandbox::protocol::{
 use crate::sandbox::zygote::Supervisor;
 use crate::tools::ToolDef;
 
+mod parking;
 pub mod program;
 
 /// Where the clock values the code sees come from.
@@ -94,6 +95,9 @@ pub struct EngineConfig {
     pub pool_size: usize,
     /// Parked children kept; beyond that the oldest is evicted (resumes cold).
     pub max_parked: usize,
+    /// Private memory of all parked children together, bytes; beyond it the
+    /// least recently parked are evicted (they resume cold).
+    pub max_parked_bytes: u64,
     /// Per-execution limits.
     pub limits: ExecLimits,
     /// OS limits of each child.
@@ -109,6 +113,7 @@ impl EngineConfig {
             exe,
             pool_size: 4,
             max_parked: 256,
+            max_parked_bytes: 1 << 30,
             limits: ExecLimits::default(),
             rlimits: ChildRlimits::default(),
             clock: ClockSource::Real,
@@ -187,7 +192,7 @@ const CRASHED: &str = "Execution crashed:";
 pub struct Engine {
     config: EngineConfig,
     pool: Arc<Pool>,
-    parked: Mutex<HashMap<[u8; 16], (Instant, ChildProc)>>,
+    parked: Arc<parking::Parking>,
     running: Mutex<HashMap<[u8; 16], i32>>,
     supervisor: Arc<Supervisor>,
 }
@@ -209,10 +214,11 @@ impl Engine {
             .map_err(|e| EngineError::Sandbox(format!("cannot start the zygote: {e}")))?;
         let pool = Pool::new(supervisor.clone(), config.pool_size);
         pool.refill();
+        let parked = parking::Parking::new(config.max_parked, config.max_parked_bytes);
         Ok(Arc::new(Engine {
             config,
             pool,
-            parked: Mutex::new(HashMap::new()),
+            parked,
             running: Mutex::new(HashMap::new()),
             supervisor,
         }))
@@ -299,12 +305,7 @@ impl Engine {
             self.evict(&record.id);
             return Ok((Step::Failed("Time limit exceeded".into()), ResumeKind::Hot));
         }
-        let parked = self
-            .parked
-            .lock()
-            .ok()
-            .and_then(|mut p| p.remove(&record.id));
-        if let Some((_, mut child)) = parked {
+        if let Some(mut child) = self.parked.take(&record.id) {
             let results = record
                 .rounds
                 .last()
@@ -338,11 +339,7 @@ impl Engine {
 
     /// Drops the parked child of an execution (it will resume cold).
     pub fn evict(&self, id: &[u8; 16]) -> bool {
-        self.parked
-            .lock()
-            .ok()
-            .and_then(|mut parked| parked.remove(id))
-            .is_some()
+        self.parked.evict(id)
     }
 
     /// Kills the child of an execution, running or parked. Returns whether
@@ -365,7 +362,12 @@ impl Engine {
 
     /// Number of parked children.
     pub fn parked_count(&self) -> usize {
-        self.parked.lock().map(|p| p.len()).unwrap_or(0)
+        self.parked.count()
+    }
+
+    /// Private memory of the parked children, bytes (as measured).
+    pub fn parked_bytes(&self) -> u64 {
+        self.parked.bytes()
     }
 
     /// Number of idle pre-forked children.
@@ -375,7 +377,7 @@ impl Engine {
 
     /// The pid of the child parked for an execution (tests kill it).
     pub fn parked_pid(&self, id: &[u8; 16]) -> Option<i32> {
-        self.parked.lock().ok()?.get(id).map(|(_, child)| child.pid)
+        self.parked.pid(id)
     }
 
     fn accept_results(
@@ -636,19 +638,8 @@ impl Engine {
     }
 
     fn park(&self, id: [u8; 16], child: ChildProc) {
-        let Ok(mut parked) = self.parked.lock() else {
-            return;
-        };
-        if parked.len() >= self.config.max_parked {
-            let oldest = parked
-                .iter()
-                .min_by_key(|(_, (at, _))| *at)
-                .map(|(id, _)| *id);
-            if let Some(oldest) = oldest {
-                parked.remove(&oldest);
-            }
-        }
-        parked.insert(id, (Instant::now(), child));
+        let zygote = self.supervisor.current().ok().map(|z| z.pid() as i32);
+        self.parked.park(id, child, zygote);
     }
 }
 

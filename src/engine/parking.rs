@@ -1,0 +1,164 @@
+//! Parked children: executions paused with their child alive, ready for a
+//! hot resume, within a count and a memory budget for the whole server.
+//!
+//! A child's cost is its private memory (the pages it no longer shares with
+//! the zygote: `Private_Clean + Private_Dirty` of `/proc/<pid>/smaps_rollup`),
+//! measured once when it parks, off the request's path (a parked child does
+//! not run, so the figure holds until it resumes). A server without
+//! `CAP_SYS_PTRACE` cannot read the smaps of its non-dumpable children; it
+//! falls back to the world-readable `/proc/<pid>/status`: the child's
+//! anonymous resident memory beyond the zygote's (a lower bound: pages the
+//! child copied on write are not counted). Beyond either bound the least
+//! recently parked children are evicted; their executions resume cold, by
+//! replay.
+//!
+//! Invariants:
+//! - A parked child belongs to exactly one execution; taking it removes it.
+//! - The total is the sum of the measured children still parked; a child is
+//!   counted from its measurement until it leaves.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crate::sandbox::pool::ChildProc;
+
+struct Parked {
+    since: Instant,
+    child: ChildProc,
+    /// Private bytes, once measured.
+    bytes: Option<u64>,
+}
+
+/// The parked children of the engine.
+pub struct Parking {
+    children: Mutex<HashMap<[u8; 16], Parked>>,
+    max_count: usize,
+    max_bytes: u64,
+}
+
+impl Parking {
+    /// Parking for at most `max_count` children and `max_bytes` of their
+    /// private memory.
+    pub fn new(max_count: usize, max_bytes: u64) -> Arc<Parking> {
+        Arc::new(Parking {
+            children: Mutex::new(HashMap::new()),
+            max_count,
+            max_bytes,
+        })
+    }
+
+    /// Parks `child` for execution `id`, evicting the least recent beyond
+    /// the count; measures it in the background and enforces the memory
+    /// budget then.
+    /// `zygote` is the pid of the child's zygote (the fallback measure's
+    /// baseline).
+    pub fn park(self: &Arc<Self>, id: [u8; 16], child: ChildProc, zygote: Option<i32>) {
+        let pid = child.pid;
+        if let Ok(mut children) = self.children.lock() {
+            children.insert(
+                id,
+                Parked {
+                    since: Instant::now(),
+                    child,
+                    bytes: None,
+                },
+            );
+            while children.len() > self.max_count {
+                if !evict_oldest(&mut children) {
+                    break;
+                }
+            }
+        }
+        let parking = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let bytes = private_bytes(pid).or_else(|| anon_beyond(pid, zygote?));
+            parking.measured(id, pid, bytes);
+        });
+    }
+
+    fn measured(&self, id: [u8; 16], pid: i32, bytes: Option<u64>) {
+        let Ok(mut children) = self.children.lock() else {
+            return;
+        };
+        match children.get_mut(&id) {
+            Some(parked) if parked.child.pid == pid => parked.bytes = bytes,
+            _ => return,
+        }
+        let mut evicted = 0;
+        while total(&children) > self.max_bytes && children.len() > 1 {
+            if !evict_oldest(&mut children) {
+                break;
+            }
+            evicted += 1;
+        }
+        if evicted > 0 {
+            metrics::counter!("baton_parked_evictions_total").increment(evicted);
+            tracing::debug!(evicted, "parked children over the memory budget evicted");
+        }
+        metrics::gauge!("baton_parked_bytes").set(total(&children) as f64);
+    }
+
+    /// Takes the parked child of `id`, if there is one.
+    pub fn take(&self, id: &[u8; 16]) -> Option<ChildProc> {
+        let mut children = self.children.lock().ok()?;
+        children.remove(id).map(|parked| parked.child)
+    }
+
+    /// Drops the parked child of `id` (it is killed; the execution will
+    /// resume cold). Returns whether there was one.
+    pub fn evict(&self, id: &[u8; 16]) -> bool {
+        self.take(id).is_some()
+    }
+
+    /// Number of parked children.
+    pub fn count(&self) -> usize {
+        self.children.lock().map(|c| c.len()).unwrap_or(0)
+    }
+
+    /// Private bytes of the parked children measured so far.
+    pub fn bytes(&self) -> u64 {
+        self.children.lock().map(|c| total(&c)).unwrap_or(0)
+    }
+
+    /// The pid of the child parked for `id`.
+    pub fn pid(&self, id: &[u8; 16]) -> Option<i32> {
+        self.children.lock().ok()?.get(id).map(|p| p.child.pid)
+    }
+}
+
+fn total(children: &HashMap<[u8; 16], Parked>) -> u64 {
+    children.values().filter_map(|p| p.bytes).sum()
+}
+
+/// Removes the least recently parked child; false when there is none.
+fn evict_oldest(children: &mut HashMap<[u8; 16], Parked>) -> bool {
+    let oldest = children
+        .iter()
+        .min_by_key(|(_, parked)| parked.since)
+        .map(|(id, _)| *id);
+    oldest.is_some_and(|id| children.remove(&id).is_some())
+}
+
+/// A process's private memory (`Private_Clean + Private_Dirty`), bytes.
+fn private_bytes(pid: i32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    Some((kib_field(&text, "Private_Clean:")? + kib_field(&text, "Private_Dirty:")?) * 1024)
+}
+
+/// A child's anonymous resident memory beyond its zygote's, bytes.
+fn anon_beyond(pid: i32, zygote: i32) -> Option<u64> {
+    let anon = |pid: i32| {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        kib_field(&text, "RssAnon:")
+    };
+    Some(anon(pid)?.saturating_sub(anon(zygote)?) * 1024)
+}
+
+/// The value of a `Name:   123 kB` line of a `/proc` file.
+fn kib_field(text: &str, name: &str) -> Option<u64> {
+    text.lines()
+        .find(|l| l.starts_with(name))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<u64>().ok())
+}
