@@ -58,6 +58,11 @@ pub struct ServeArgs {
     /// beyond it the least recently parked are evicted (they resume cold).
     #[arg(long, env = "BATON_MAX_PARKED_MB", default_value_t = 1024)]
     pub max_parked_mb: u64,
+    /// Bytes one API key may store, in MiB: the records of its paused
+    /// executions, the outcomes of its ended ones, its session files.
+    /// Beyond it requests get 429 `rate_limited` until some of it expires.
+    #[arg(long, env = "BATON_MAX_KEY_STORAGE_MB", default_value_t = 1024)]
+    pub max_key_storage_mb: u64,
     /// Memory each child may allocate, in MiB.
     #[arg(long, env = "BATON_MEMORY_MB", default_value_t = 256)]
     pub memory_mb: u64,

@@ -8,6 +8,7 @@ pub mod api;
 pub mod config;
 pub mod engine;
 pub mod journal;
+pub mod quota;
 pub mod rewrite;
 pub mod sandbox;
 pub mod server;

@@ -69,9 +69,11 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             max_rounds: args.max_rounds,
             max_record_bytes: args.max_record_bytes,
             file_ttl_secs: args.file_ttl_secs,
+            max_key_storage_bytes: args.max_key_storage_mb.saturating_mul(1 << 20),
         },
     );
     let recovered = service.recover().map_err(|e| e.to_string())?;
+    service.count_usage().map_err(|e| e.to_string())?;
     if recovered > 0 {
         tracing::info!(
             recovered,

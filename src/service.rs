@@ -27,6 +27,7 @@ use crate::api::error::ApiError;
 use crate::api::views::ExecutionView;
 use crate::engine::{Engine, ExecutionSpec, ResumeKind, Step};
 use crate::journal::{CallRecord, CallResult, ExecutionRecord, PendingRound, WorkspaceFile};
+use crate::quota::{Item, KeyUsage, Refusal};
 use crate::state::{
     Answered, EarlyCancel, EndedOutcome, ExecState, RequestLink, Status, early_cancel_key,
     id_of_state_key, outcome_key, record_key, request_key, results_digest, state_key,
@@ -55,6 +56,9 @@ pub struct ServiceConfig {
     pub max_record_bytes: usize,
     /// How long session files are kept, seconds.
     pub file_ttl_secs: u64,
+    /// Bytes one API key may store: its executions' records and outcomes
+    /// and its session files.
+    pub max_key_storage_bytes: u64,
 }
 
 /// A start request.
@@ -156,6 +160,7 @@ pub struct Service {
     engine: Arc<Engine>,
     store: Arc<dyn Store>,
     files: Files,
+    usage: Arc<KeyUsage>,
     durability: Durability,
     keys: SigningKeys,
     config: ServiceConfig,
@@ -187,16 +192,21 @@ struct RequestId<'a> {
     cancelled_early: bool,
 }
 
-/// The digest of a continuation's results as the client sent them.
-fn digest_of(results: &[ToolResult]) -> [u8; 32] {
-    results_digest(results.iter().map(|r| {
+/// The digest of a continuation's results as the client sent them, and
+/// their size in bytes (what they will add to the record).
+fn digest_of(results: &[ToolResult]) -> ([u8; 32], u64) {
+    let mut size = 0u64;
+    let digest = results_digest(results.iter().map(|r| {
+        let result = r.result.to_string();
+        size += (result.len() + r.error_message.as_ref().map_or(0, String::len)) as u64;
         (
             r.call_id.as_str(),
             r.is_error,
-            r.result.to_string(),
+            result,
             r.error_message.as_deref(),
         )
-    }))
+    }));
+    (digest, size)
 }
 
 fn now_secs() -> u64 {
@@ -227,9 +237,11 @@ impl Service {
         config: ServiceConfig,
     ) -> Service {
         let durability = Durability::new(store.clone());
+        let usage = Arc::new(KeyUsage::new(config.max_key_storage_bytes));
         Service {
             engine,
-            files: Files::new(store.clone()),
+            files: Files::new(store.clone(), usage.clone(), config.file_ttl_secs),
+            usage,
             store,
             durability,
             keys,
@@ -300,6 +312,26 @@ impl Service {
             .map_err(store_error)
     }
 
+    /// Whether `owner` may store `incoming` more bytes: its executions and
+    /// files within the per-key cap (429 with the delay until some of it
+    /// expires; 413 when the request alone is over the cap).
+    pub fn admit(&self, owner: [u8; 8], incoming: u64) -> Result<(), ApiError> {
+        self.usage
+            .admit(owner, incoming, now_secs())
+            .map_err(|refusal| match refusal {
+                Refusal::Full { retry_after, .. } => ApiError::StorageFull {
+                    retry_after,
+                    message: refusal.to_string(),
+                },
+                Refusal::TooLarge { .. } => ApiError::StorageTooLarge(refusal.to_string()),
+            })
+    }
+
+    /// The bytes `owner` stores (its executions and session files).
+    pub fn stored_bytes(&self, owner: [u8; 8]) -> u64 {
+        self.usage.stored(owner)
+    }
+
     /// The engine (for metrics).
     pub fn engine(&self) -> &Engine {
         &self.engine
@@ -364,6 +396,7 @@ impl Service {
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| format!("sess_{}", hex::encode(rand::random::<[u8; 12]>())));
         crate::workspace::check_session(&session_id).map_err(workspace_error)?;
+        self.admit(owner, request.code.len() as u64)?;
         let files = self.workspace(owner, &session_id, &request.files)?;
         let spec = ExecutionSpec {
             source: request.code,
@@ -420,7 +453,7 @@ impl Service {
             return Err(ApiError::InvalidToken);
         }
         let id = claims.execution_id;
-        let digest = digest_of(&results);
+        let (digest, incoming) = digest_of(&results);
         let request_id = self.begin_request(owner, request_id)?;
         let (state_bytes, state) = self.load_state(&id, owner)?;
         self.link_request(owner, &request_id, id)?;
@@ -429,6 +462,7 @@ impl Service {
                 .answer_retry(&id, owner, claims.round, digest, refused)
                 .await;
         }
+        self.admit(owner, incoming)?;
         let mut record = self.load_record(&id)?;
         if request_id.cancelled_early {
             return self.cancel_now(record, state).await;
@@ -606,6 +640,12 @@ impl Service {
             )
             .map_err(store_error)?;
         self.durability.durable().await.map_err(store_error)?;
+        self.usage.set(
+            Item::Execution(record.id),
+            state.owner,
+            record_bytes.len() as u64,
+            expires_at,
+        );
         Ok(self.keys.sign(record.id, round, state.owner, expires_at))
     }
 
@@ -643,16 +683,23 @@ impl Service {
             deleted,
             session_id: record.session_id.clone(),
         };
+        let outcome_bytes = outcome.encode();
         self.store
             .apply_batch(
                 &[
                     (&state_key(&record.id), &ended.encode()),
-                    (&outcome_key(&record.id), &outcome.encode()),
+                    (&outcome_key(&record.id), &outcome_bytes),
                 ],
                 &[&record_key(&record.id)],
             )
             .map_err(store_error)?;
         self.durability.durable().await.map_err(store_error)?;
+        self.usage.set(
+            Item::Execution(record.id),
+            state.owner,
+            outcome_bytes.len() as u64,
+            ended.expires_at,
+        );
         Ok(Reply::from_outcome(record.id_hex(), outcome))
     }
 
@@ -782,6 +829,7 @@ impl Service {
                 .map_err(store_error)?;
             if swapped.is_ok() {
                 self.store.delete(&record_key(&id)).map_err(store_error)?;
+                self.usage.remove(&Item::Execution(id));
                 self.engine.kill(&id);
                 self.durability.durable().await.map_err(store_error)?;
                 metrics::counter!("baton_executions_cancelled_total").increment(1);
@@ -807,6 +855,7 @@ impl Service {
                 &[&record_key(&record.id)],
             )
             .map_err(store_error)?;
+        self.usage.remove(&Item::Execution(record.id));
         self.engine.kill(&record.id);
         self.durability.durable().await.map_err(store_error)?;
         metrics::counter!("baton_executions_cancelled_total").increment(1);
@@ -835,7 +884,8 @@ impl Service {
     /// At start-up: rounds left running by a dead server become paused again.
     pub fn recover(&self) -> Result<usize, ApiError> {
         let mut recovered = 0;
-        for (key, bytes) in self.store.scan_prefix(b"s/").map_err(store_error)? {
+        for pair in self.store.scan_prefix(b"s/") {
+            let (key, bytes) = pair.map_err(store_error)?;
             let Some(state) = ExecState::decode(&bytes) else {
                 continue;
             };
@@ -865,6 +915,34 @@ impl Service {
         Ok(recovered)
     }
 
+    /// At start-up: counts what each key stores (its executions' records
+    /// and outcomes, its files), reading sizes, not contents.
+    pub fn count_usage(&self) -> Result<(), ApiError> {
+        let mut owners = std::collections::HashMap::new();
+        for pair in self.store.scan_prefix(b"s/") {
+            let (key, bytes) = pair.map_err(store_error)?;
+            if let (Some(id), Some(state)) = (id_of_state_key(&key), ExecState::decode(&bytes)) {
+                owners.insert(id, (state.owner, state.expires_at));
+            }
+        }
+        for prefix in [b"r/", b"o/"] {
+            for head in self.store.scan_heads(prefix, 0) {
+                let head = head.map_err(store_error)?;
+                let id = head
+                    .key
+                    .get(2..)
+                    .and_then(|id| <[u8; 16]>::try_from(id).ok());
+                if let Some((id, (owner, expires_at))) =
+                    id.and_then(|id| owners.get(&id).map(|o| (id, *o)))
+                {
+                    self.usage
+                        .set(Item::Execution(id), owner, head.len, expires_at);
+                }
+            }
+        }
+        self.files.count_usage().map_err(workspace_error)
+    }
+
     /// Deletes session files past their lifetime; returns how many.
     pub fn sweep_files(&self, now: u64) -> Result<usize, ApiError> {
         self.files
@@ -876,7 +954,8 @@ impl Service {
     /// returns how many executions.
     pub fn sweep(&self, now: u64) -> Result<usize, ApiError> {
         let mut swept = 0;
-        for (key, bytes) in self.store.scan_prefix(b"s/").map_err(store_error)? {
+        for pair in self.store.scan_prefix(b"s/") {
+            let (key, bytes) = pair.map_err(store_error)?;
             let expired = ExecState::decode(&bytes)
                 .is_none_or(|s| s.expires_at <= now && s.status != Status::Running);
             let Some(id) = id_of_state_key(&key).filter(|_| expired) else {
@@ -886,6 +965,7 @@ impl Service {
             self.store
                 .apply_batch(&[], &[&key, &record_key(&id), &outcome_key(&id)])
                 .map_err(store_error)?;
+            self.usage.remove(&Item::Execution(id));
             swept += 1;
         }
         self.sweep_prefix(b"q/", |bytes| {
@@ -894,12 +974,15 @@ impl Service {
         self.sweep_prefix(b"c/", |bytes| {
             EarlyCancel::decode(bytes).is_none_or(|early| early.until <= now)
         })?;
+        // The deletions' large values are reclaimed once they are durable.
+        self.store.flush().map_err(store_error)?;
         Ok(swept)
     }
 
     /// Deletes the keys under `prefix` whose value `expired` says so.
     fn sweep_prefix(&self, prefix: &[u8], expired: impl Fn(&[u8]) -> bool) -> Result<(), ApiError> {
-        for (key, bytes) in self.store.scan_prefix(prefix).map_err(store_error)? {
+        for pair in self.store.scan_prefix(prefix) {
+            let (key, bytes) = pair.map_err(store_error)?;
             if expired(&bytes) {
                 self.store.delete(&key).map_err(store_error)?;
             }

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::journal::WorkspaceFile;
+use crate::quota::{Item, KeyUsage};
 use crate::store::{Store, StoreError};
 
 /// The mount point code sees.
@@ -163,6 +164,8 @@ pub fn check_session(session: &str) -> Result<&str, WorkspaceError> {
 #[derive(Clone)]
 pub struct Files {
     store: Arc<dyn Store>,
+    usage: Arc<KeyUsage>,
+    ttl_secs: u64,
 }
 
 fn prefix(owner: [u8; 8], session: &str) -> Vec<u8> {
@@ -178,6 +181,23 @@ fn decode(bytes: &[u8]) -> Result<StoredFile, WorkspaceError> {
     bincode::deserialize(bytes).map_err(|e| WorkspaceError::Corrupt(e.to_string()))
 }
 
+/// The start of a [`StoredFile`]'s encoding: all but the contents, whose
+/// length bincode writes before them. Listings and sweeps read only this.
+#[derive(Deserialize)]
+struct StoredFileHead {
+    name: String,
+    created: u64,
+    size: u64,
+}
+
+/// Bytes that hold a [`StoredFileHead`]: two lengths, the longest name, the
+/// creation time.
+const HEAD_LEN: usize = 8 + MAX_PATH + 8 + 8;
+
+fn decode_head(head: &[u8]) -> Result<StoredFileHead, WorkspaceError> {
+    bincode::deserialize(head).map_err(|e| WorkspaceError::Corrupt(e.to_string()))
+}
+
 fn now_secs() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -185,9 +205,30 @@ fn now_secs() -> u64 {
 }
 
 impl Files {
-    /// Files kept in `store`.
-    pub fn new(store: Arc<dyn Store>) -> Self {
-        Self { store }
+    /// Files kept in `store` for `ttl_secs`, counted in `usage`.
+    pub fn new(store: Arc<dyn Store>, usage: Arc<KeyUsage>, ttl_secs: u64) -> Self {
+        Self {
+            store,
+            usage,
+            ttl_secs,
+        }
+    }
+
+    /// Counts every stored file for its key (at start-up).
+    pub fn count_usage(&self) -> Result<(), WorkspaceError> {
+        for head in self.store.scan_heads(b"f/", HEAD_LEN) {
+            let head = head?;
+            let owner = head
+                .key
+                .get(2..10)
+                .and_then(|o| <[u8; 8]>::try_from(o).ok());
+            if let (Some(owner), Ok(file)) = (owner, decode_head(&head.head)) {
+                let expires_at = file.created.saturating_add(self.ttl_secs);
+                self.usage
+                    .set(Item::File(head.key), owner, head.len, expires_at);
+            }
+        }
+        Ok(())
     }
 
     /// Stores a file in a session; returns what a listing shows of it.
@@ -211,6 +252,9 @@ impl Files {
         let value =
             bincode::serialize(&stored).map_err(|e| WorkspaceError::Corrupt(e.to_string()))?;
         self.store.put(&key, &value)?;
+        let expires_at = stored.created.saturating_add(self.ttl_secs);
+        self.usage
+            .set(Item::File(key), owner, value.len() as u64, expires_at);
         Ok(meta(&id, session, &stored))
     }
 
@@ -219,11 +263,19 @@ impl Files {
         check_session(session)?;
         let prefix = prefix(owner, session);
         let mut files = Vec::new();
-        for (key, value) in self.store.scan_prefix(&prefix)? {
-            let Some(id) = key.get(prefix.len()..).filter(|id| id.len() == 12) else {
+        for head in self.store.scan_heads(&prefix, HEAD_LEN) {
+            let head = head?;
+            let Some(id) = head.key.get(prefix.len()..).filter(|id| id.len() == 12) else {
                 continue;
             };
-            files.push(meta(id, session, &decode(&value)?));
+            let stored = decode_head(&head.head)?;
+            files.push(FileMeta {
+                id: hex::encode(id),
+                name: stored.name,
+                session_id: session.to_owned(),
+                size: stored.size,
+                created: stored.created,
+            });
         }
         files.sort_by(|a, b| a.created.cmp(&b.created).then_with(|| a.name.cmp(&b.name)));
         Ok(files)
@@ -254,14 +306,16 @@ impl Files {
     /// many. A file that does not decode is deleted too.
     pub fn sweep(&self, cutoff: u64) -> Result<usize, WorkspaceError> {
         let mut swept = 0;
-        for (key, value) in self.store.scan_prefix(b"f/")? {
-            let expired =
-                bincode::deserialize::<StoredFile>(&value).map_or(true, |f| f.created < cutoff);
+        for head in self.store.scan_heads(b"f/", HEAD_LEN) {
+            let head = head?;
+            let expired = decode_head(&head.head).map_or(true, |f| f.created < cutoff);
             if expired {
-                self.store.delete(&key)?;
+                self.store.delete(&head.key)?;
+                self.usage.remove(&Item::File(head.key));
                 swept += 1;
             }
         }
+        self.store.flush()?;
         Ok(swept)
     }
 
@@ -324,7 +378,11 @@ mod tests {
     #[test]
     fn owners_see_only_their_own_files() {
         let dir = tempfile::tempdir().unwrap();
-        let files = Files::new(Arc::new(SledStore::open(dir.path()).unwrap()));
+        let files = Files::new(
+            Arc::new(SledStore::open(dir.path()).unwrap()),
+            Arc::new(KeyUsage::new(u64::MAX)),
+            86_400,
+        );
         let a = files
             .put([1; 8], "s1", "data.csv", b"x,y\n".to_vec())
             .unwrap();

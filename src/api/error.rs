@@ -51,6 +51,18 @@ pub enum ApiError {
     /// Body over the size limit (413).
     #[error("Request body too large (limit {0} bytes)")]
     TooLarge(usize),
+    /// The key stores as much as it may; some of it expires in
+    /// `retry_after` seconds (429, `rate_limited`).
+    #[error("rate_limited")]
+    StorageFull {
+        /// Seconds until some of the key's storage expires.
+        retry_after: u64,
+        /// The sentence that says which limit.
+        message: String,
+    },
+    /// The request alone is over the per-key storage cap (413).
+    #[error("{0}")]
+    StorageTooLarge(String),
     /// The body did not arrive in time (408).
     #[error("Request body not received within {0} s")]
     BodyTimeout(u64),
@@ -77,7 +89,8 @@ impl ApiError {
             | ApiError::ProfileMismatch(_) => StatusCode::CONFLICT,
             ApiError::NotFound | ApiError::FileNotFound => StatusCode::NOT_FOUND,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
-            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::TooLarge(_) | ApiError::StorageTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::StorageFull { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             ApiError::Corrupt(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Internal(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -88,10 +101,24 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut view = ErrorView::new(self.to_string());
-        if let ApiError::ProfileMismatch(message) = &self {
-            view.message = Some(message.clone());
+        match &self {
+            ApiError::ProfileMismatch(message) => view.message = Some(message.clone()),
+            ApiError::StorageFull {
+                retry_after,
+                message,
+            } => {
+                view.message = Some(message.clone());
+                view.retry_after_seconds = Some(*retry_after);
+                let retry = retry_after.to_string();
+                return (
+                    self.status(),
+                    [(axum::http::header::RETRY_AFTER, retry)],
+                    Json(view),
+                )
+                    .into_response();
+            }
+            _ => {}
         }
-        let body = Json(view);
-        (self.status(), body).into_response()
+        (self.status(), Json(view)).into_response()
     }
 }

@@ -94,6 +94,8 @@ pub async fn upload(
     let session = session
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| format!("sess_{}", hex::encode(rand::random::<[u8; 12]>())));
+    let incoming = uploads.iter().map(|(_, bytes)| bytes.len() as u64).sum();
+    state.service.admit(owner, incoming)?;
     let files = state.service.files();
     let stored = uploads
         .into_iter()

@@ -34,9 +34,13 @@ pub enum Failures {
     /// The body did not arrive within the body timeout.
     #[response(status = 408)]
     BodyTimeout(ErrorView),
-    /// The body is over the limit.
+    /// The body is over the limit, or alone over the key's storage cap.
     #[response(status = 413)]
     TooLarge(ErrorView),
+    /// The key stores as much as it may (`error` is `rate_limited`, with
+    /// `retry_after_seconds` and a `Retry-After` header).
+    #[response(status = 429)]
+    StorageFull(ErrorView),
     /// A stored record is corrupt.
     #[response(status = 500)]
     Corrupt(ErrorView),

@@ -303,6 +303,9 @@ pub struct ErrorView {
     /// With a code: the sentence that explains it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// With `rate_limited`: seconds until the request may succeed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_seconds: Option<u64>,
 }
 
 impl ErrorView {
@@ -312,6 +315,7 @@ impl ErrorView {
             status: "error",
             error: error.into(),
             message: None,
+            retry_after_seconds: None,
         }
     }
 }

@@ -2,8 +2,10 @@
 //!
 //! [`Store`] is what the service needs from a database: point reads and
 //! writes, an atomic compare-and-swap (the claim of a round), atomic batches
-//! (a pause writes its record and state together), prefix scans (recovery and
-//! sweeping) and a flush. [`SledStore`] is the embedded default.
+//! (a pause writes its record and state together), prefix scans that read
+//! one pair at a time (recovery and sweeping never hold a whole table), scans
+//! of value heads and sizes (listings and accounting never read file
+//! contents) and a flush. [`SledStore`] is the embedded default.
 //!
 //! [`Durability`] turns flushes into a group commit: every caller of
 //! [`Durability::durable`] waits until a flush that *started after its call*
@@ -11,6 +13,7 @@
 //! one. Invariant: when `durable()` returns `Ok`, every write made before the
 //! call is on disk.
 
+mod large_values;
 mod sled_store;
 
 use std::sync::Arc;
@@ -46,8 +49,25 @@ pub struct CasConflict {
 /// one a lost race.
 pub type CasResult = Result<Result<(), CasConflict>, StoreError>;
 
-/// Key-value pairs of a scan.
-pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+/// One pair of a scan.
+pub type Pair = (Vec<u8>, Vec<u8>);
+
+/// A scan, read one pair at a time.
+pub type Scan<'a> = Box<dyn Iterator<Item = Result<Pair, StoreError>> + Send + 'a>;
+
+/// What a head scan gives of one value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Head {
+    /// The key.
+    pub key: Vec<u8>,
+    /// The value's first bytes (at most the length asked for).
+    pub head: Vec<u8>,
+    /// The value's whole length.
+    pub len: u64,
+}
+
+/// A head scan, read one value at a time.
+pub type HeadScan<'a> = Box<dyn Iterator<Item = Result<Head, StoreError>> + Send + 'a>;
 
 /// What the service needs from a database.
 pub trait Store: Send + Sync {
@@ -58,15 +78,20 @@ pub trait Store: Send + Sync {
     /// Removes `key`.
     fn delete(&self, key: &[u8]) -> Result<(), StoreError>;
     /// Sets `key` to `new` (or removes it when `None`) only if it holds
-    /// `expected` (or is absent when `None`), atomically.
+    /// `expected` (or is absent when `None`), atomically. Meant for small
+    /// values (states); a store may refuse large ones.
     fn compare_and_swap(
         &self,
         key: &[u8],
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> CasResult;
-    /// All pairs whose key starts with `prefix`.
-    fn scan_prefix(&self, prefix: &[u8]) -> Result<Pairs, StoreError>;
+    /// The pairs whose key starts with `prefix`, in key order, read as the
+    /// scan goes.
+    fn scan_prefix(&self, prefix: &[u8]) -> Scan<'_>;
+    /// The first `head_len` bytes and the length of every value whose key
+    /// starts with `prefix`, without reading the rest of the values.
+    fn scan_heads(&self, prefix: &[u8], head_len: usize) -> HeadScan<'_>;
     /// Applies puts and deletes atomically.
     fn apply_batch(&self, puts: &[(&[u8], &[u8])], deletes: &[&[u8]]) -> Result<(), StoreError>;
     /// Makes every write so far durable.
@@ -155,8 +180,11 @@ mod tests {
         ) -> CasResult {
             self.inner.compare_and_swap(key, expected, new)
         }
-        fn scan_prefix(&self, prefix: &[u8]) -> Result<Pairs, StoreError> {
+        fn scan_prefix(&self, prefix: &[u8]) -> Scan<'_> {
             self.inner.scan_prefix(prefix)
+        }
+        fn scan_heads(&self, prefix: &[u8], head_len: usize) -> HeadScan<'_> {
+            self.inner.scan_heads(prefix, head_len)
         }
         fn apply_batch(
             &self,

@@ -1,16 +1,26 @@
-//! The embedded default [`Store`]: one sled tree in the data directory.
+//! The embedded default [`Store`]: one sled tree in the data directory, and
+//! values over 64 KiB as files beside it (`large_values`).
 //!
-//! Invariant: batches and compare-and-swaps are atomic (sled guarantees it);
-//! durability comes only from [`Store::flush`], which the service calls
-//! through group commit before it hands out a token.
+//! Invariants:
+//! - Batches and compare-and-swaps are atomic (sled guarantees it; a batch
+//!   is a sled transaction so that the values it replaces are known and
+//!   their files reclaimed).
+//! - Durability comes only from [`Store::flush`], which the service calls
+//!   through group commit before it hands out a token; the files of values
+//!   superseded before a flush are deleted right after it.
+//! - Compare-and-swap is for small values only: it refuses large ones
+//!   rather than compare a pointer with a value.
 
+use std::collections::HashSet;
 use std::path::Path;
 
-use super::{CasConflict, CasResult, Pairs, Store, StoreError};
+use super::large_values::{LargeValues, Pointer, is_large};
+use super::{CasConflict, CasResult, Head, HeadScan, Pair, Scan, Store, StoreError};
 
 /// A sled database.
 pub struct SledStore {
     db: sled::Db,
+    large: LargeValues,
 }
 
 fn database(error: sled::Error) -> StoreError {
@@ -24,33 +34,101 @@ impl SledStore {
     /// restarts at once. A lock still held after that means another process
     /// has it.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let deadline = std::time::Instant::now() + LOCK_WAIT;
-        let mut announced = false;
-        loop {
-            let opened = sled::Config::new()
-                .path(path)
-                .flush_every_ms(Some(1000))
-                .open();
-            match opened {
-                Ok(db) => return Ok(Self { db }),
-                Err(sled::Error::Io(error)) if is_lock_held(&error) => {
-                    if std::time::Instant::now() >= deadline {
-                        return Err(StoreError::Locked(path.display().to_string()));
+        let db = open_db(path)?;
+        let referenced = referenced_files(&db)?;
+        let large = LargeValues::open(path.join("large-values"), &referenced)?;
+        Ok(Self { db, large })
+    }
+
+    /// The stored form of `value`: a pointer to a new file for a large
+    /// value (the file written and synced), else the value itself.
+    fn stored_form(&self, value: &[u8]) -> Result<Option<[u8; 24]>, StoreError> {
+        if !is_large(value) {
+            return Ok(None);
+        }
+        let file = self.db.generate_id().map_err(database)?;
+        Ok(Some(self.large.write(file, value)?.encode()))
+    }
+
+    /// The value behind a stored form read at `key`. A file deleted between
+    /// reading the pointer and opening it means the key changed: read again.
+    fn resolve(&self, key: &[u8], stored: sled::IVec) -> Result<Option<Vec<u8>>, StoreError> {
+        let mut stored = Some(stored);
+        for _ in 0..8 {
+            let Some(current) = stored else {
+                return Ok(None);
+            };
+            let Some(pointer) = Pointer::decode(&current) else {
+                return Ok(Some(current.to_vec()));
+            };
+            match self.large.read(pointer) {
+                Ok(value) => return Ok(Some(value)),
+                Err(error) => {
+                    let again = self.db.get(key).map_err(database)?;
+                    if again.as_deref() == Some(&current[..]) {
+                        return Err(error);
                     }
-                    if !announced {
-                        tracing::info!(
-                            path = %path.display(),
-                            "the database is locked; waiting up to {} s for the process that holds it to end",
-                            LOCK_WAIT.as_secs()
-                        );
-                        announced = true;
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(50));
+                    stored = again;
                 }
-                Err(error) => return Err(database(error)),
             }
         }
+        Err(StoreError::Database(
+            "a large value kept changing while it was read".into(),
+        ))
     }
+
+    /// The head and length of a stored form.
+    fn head_of(&self, stored: &[u8], head_len: usize) -> Result<(Vec<u8>, u64), StoreError> {
+        let Some(pointer) = Pointer::decode(stored) else {
+            return Ok((
+                stored[..stored.len().min(head_len)].to_vec(),
+                stored.len() as u64,
+            ));
+        };
+        let value = self.large.read_head(pointer, head_len)?;
+        Ok((value, pointer.len))
+    }
+}
+
+fn open_db(path: &Path) -> Result<sled::Db, StoreError> {
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    let mut announced = false;
+    loop {
+        let opened = sled::Config::new()
+            .path(path)
+            .flush_every_ms(Some(1000))
+            .open();
+        match opened {
+            Ok(db) => return Ok(db),
+            Err(sled::Error::Io(error)) if is_lock_held(&error) => {
+                if std::time::Instant::now() >= deadline {
+                    return Err(StoreError::Locked(path.display().to_string()));
+                }
+                if !announced {
+                    tracing::info!(
+                        path = %path.display(),
+                        "the database is locked; waiting up to {} s for the process that holds it to end",
+                        LOCK_WAIT.as_secs()
+                    );
+                    announced = true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            Err(error) => return Err(database(error)),
+        }
+    }
+}
+
+/// The file numbers of every pointer in the tree.
+fn referenced_files(db: &sled::Db) -> Result<HashSet<u64>, StoreError> {
+    let mut files = HashSet::new();
+    for pair in db.iter() {
+        let (_, stored) = pair.map_err(database)?;
+        if let Some(pointer) = Pointer::decode(&stored) {
+            files.insert(pointer.file);
+        }
+    }
+    Ok(files)
 }
 
 /// Whether sled could not take the database's file lock (it reports that
@@ -65,15 +143,27 @@ pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Store for SledStore {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self.db.get(key).map_err(database)?.map(|v| v.to_vec()))
+        match self.db.get(key).map_err(database)? {
+            None => Ok(None),
+            Some(stored) => self.resolve(key, stored),
+        }
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
-        self.db.insert(key, value).map_err(database).map(drop)
+        let pointer = self.stored_form(value)?;
+        if pointer.is_some() {
+            self.large.sync_dir()?;
+        }
+        let stored = pointer.as_ref().map_or(value, |p| &p[..]);
+        let old = self.db.insert(key, stored).map_err(database)?;
+        self.large.superseded(old.as_deref());
+        Ok(())
     }
 
     fn delete(&self, key: &[u8]) -> Result<(), StoreError> {
-        self.db.remove(key).map_err(database).map(drop)
+        let old = self.db.remove(key).map_err(database)?;
+        self.large.superseded(old.as_deref());
+        Ok(())
     }
 
     fn compare_and_swap(
@@ -82,6 +172,11 @@ impl Store for SledStore {
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> CasResult {
+        if expected.into_iter().chain(new).any(is_large) {
+            return Err(StoreError::Database(
+                "compare-and-swap is for small values only".into(),
+            ));
+        }
         let swapped = self
             .db
             .compare_and_swap(key, expected, new)
@@ -91,29 +186,69 @@ impl Store for SledStore {
         }))
     }
 
-    fn scan_prefix(&self, prefix: &[u8]) -> Result<Pairs, StoreError> {
-        self.db
-            .scan_prefix(prefix)
-            .map(|pair| {
-                pair.map(|(k, v)| (k.to_vec(), v.to_vec()))
-                    .map_err(database)
+    fn scan_prefix(&self, prefix: &[u8]) -> Scan<'_> {
+        Box::new(self.db.scan_prefix(prefix).map(move |pair| {
+            let (key, stored) = pair.map_err(database)?;
+            let value = self.resolve(&key, stored)?.unwrap_or_default();
+            Ok::<Pair, StoreError>((key.to_vec(), value))
+        }))
+    }
+
+    fn scan_heads(&self, prefix: &[u8], head_len: usize) -> HeadScan<'_> {
+        Box::new(self.db.scan_prefix(prefix).map(move |pair| {
+            let (key, stored) = pair.map_err(database)?;
+            let (head, len) = self.head_of(&stored, head_len)?;
+            Ok(Head {
+                key: key.to_vec(),
+                head,
+                len,
             })
-            .collect()
+        }))
     }
 
     fn apply_batch(&self, puts: &[(&[u8], &[u8])], deletes: &[&[u8]]) -> Result<(), StoreError> {
-        let mut batch = sled::Batch::default();
+        let mut stored = Vec::with_capacity(puts.len());
         for (key, value) in puts {
-            batch.insert(*key, *value);
+            stored.push((*key, self.stored_form(value)?, *value));
         }
-        for key in deletes {
-            batch.remove(*key);
+        let written: Vec<u64> = stored
+            .iter()
+            .filter_map(|(_, pointer, _)| pointer.as_ref().and_then(|p| Pointer::decode(p)))
+            .map(|p| p.file)
+            .collect();
+        if !written.is_empty() {
+            self.large.sync_dir()?;
         }
-        self.db.apply_batch(batch).map_err(database)
+        let replaced = self.db.transaction(|tx| {
+            let mut replaced = Vec::new();
+            for (key, pointer, value) in &stored {
+                let form = pointer.as_ref().map_or(*value, |p| &p[..]);
+                replaced.push(tx.insert(*key, form)?);
+            }
+            for key in deletes {
+                replaced.push(tx.remove(*key)?);
+            }
+            Ok::<_, sled::transaction::ConflictableTransactionError<()>>(replaced)
+        });
+        match replaced {
+            Ok(replaced) => {
+                for old in &replaced {
+                    self.large.superseded(old.as_deref());
+                }
+                Ok(())
+            }
+            Err(error) => {
+                self.large.delete(&written);
+                Err(StoreError::Database(format!("batch failed: {error:?}")))
+            }
+        }
     }
 
     fn flush(&self) -> Result<(), StoreError> {
-        self.db.flush().map_err(database).map(drop)
+        let superseded = self.large.take_superseded();
+        self.db.flush().map_err(database)?;
+        self.large.delete(&superseded);
+        Ok(())
     }
 }
 
@@ -155,10 +290,8 @@ mod tests {
             store.flush().unwrap();
         }
         let store = SledStore::open(dir.path()).unwrap();
-        assert_eq!(
-            store.scan_prefix(b"r/").unwrap(),
-            vec![(b"r/a".to_vec(), b"1".to_vec())]
-        );
+        let scanned: Vec<Pair> = store.scan_prefix(b"r/").map(|p| p.unwrap()).collect();
+        assert_eq!(scanned, vec![(b"r/a".to_vec(), b"1".to_vec())]);
         assert_eq!(store.get(b"s/a").unwrap(), Some(b"2".to_vec()));
     }
 }

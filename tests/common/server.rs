@@ -109,6 +109,31 @@ impl Server {
         respond(request.send_string(body))
     }
 
+    /// POST JSON as `key`; also returns the value of the response header
+    /// `header`.
+    pub fn post_reading_header(
+        &self,
+        path: &str,
+        body: &Value,
+        key: &str,
+        header: &str,
+    ) -> (u16, Value, Option<String>) {
+        let sent = agent()
+            .post(&format!("{}{}", self.base, path))
+            .set("content-type", "application/json")
+            .set("x-api-key", key)
+            .send_string(&body.to_string());
+        let response = match sent {
+            Ok(response) | Err(ureq::Error::Status(_, response)) => response,
+            Err(error) => panic!("transport error: {error}"),
+        };
+        let value = response.header(header).map(str::to_owned);
+        let status = response.status();
+        let text = response.into_string().unwrap_or_default();
+        let body = serde_json::from_str(&text).unwrap_or(json!({"raw": text}));
+        (status, body, value)
+    }
+
     /// POST a multipart form as `key`: `(field, file name, content)`; a part
     /// without a file name is a plain text field.
     pub fn post_multipart(
