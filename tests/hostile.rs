@@ -47,7 +47,24 @@ const REFUSED: &[(&str, &str, &[&str])] = &[
         "import multiprocessing",
         &["ModuleNotFoundError"],
     ),
-    ("import posix", "import posix", &["ModuleNotFoundError"]),
+    // `posix` imports (shutil needs it) without what the fence refuses.
+    (
+        "posix.system",
+        "import posix\nposix.system('id')",
+        &["PermissionError"],
+    ),
+    (
+        "posix.open",
+        "import posix\nposix.open('/etc/passwd', 0)",
+        &["PermissionError"],
+    ),
+    (
+        "posix.setpriority",
+        "import posix\nposix.setpriority(0, 0, 19)",
+        &["PermissionError"],
+    ),
+    ("import pwd", "import pwd", &["ModuleNotFoundError"]),
+    ("import grp", "import grp", &["ModuleNotFoundError"]),
     ("import ssl", "import ssl", &["ModuleNotFoundError"]),
     ("import _baton", "import _baton", &["ModuleNotFoundError"]),
     (
@@ -570,4 +587,99 @@ fn ordinary_executions_complete_while_attacks_run() {
         }
     });
     assert_eq!(server.get("/health", None).1["status"], "ok");
+}
+
+/// Python-level attacks on the host through what an interpreter keeps
+/// reachable even with the fence in place (the C-level `_io.FileIO`, the
+/// raw `posix` module, `__subclasses__` walks, the workspace's own
+/// functions pointed outside it), against a real server: after them the
+/// host file keeps its mode and contents, the zygote its nice value,
+/// scheduling policy and limits, the server runs, and no program read the
+/// host file.
+#[test]
+fn python_attacks_leave_the_host_unchanged() {
+    use common::server::Server;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, "host secret\n").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::start(&dir.path().join("data"), &[]);
+    let zygote = server.zygote_pid().unwrap_or_else(|| panic!("no zygote"));
+    let zygote_before = scheduling_of(zygote);
+    let path = victim.display().to_string();
+    let attacks = [
+        format!("import _io\n_io.FileIO({path:?}, 'w').write(b'owned')"),
+        format!("import _io\nprint(_io.open({path:?}).read())"),
+        format!("import io\nprint(io.FileIO({path:?}).read())"),
+        format!("import posix\nposix.chmod({path:?}, 0o777)"),
+        format!("import os\nos.chmod({path:?}, 0o777)"),
+        format!("import os\nos.utime({path:?}, (0, 0))"),
+        format!("import os\nos.truncate({path:?}, 0)"),
+        format!("import os\nfd = os.open({path:?}, os.O_RDWR)\nos.write(fd, b'x')"),
+        format!("import shutil\nshutil.copy('/mnt/data/../../..{path}', '/mnt/data/stolen')"),
+        format!(
+            "seen = set()\ndef walk(c):\n    for s in type.__subclasses__(c):\n        if s not in seen:\n            seen.add(s)\n            walk(s)\nwalk(object)\nfileio = [c for c in seen if c.__name__ == 'FileIO']\nprint(len(fileio))\nprint(fileio[0]({path:?}).read())"
+        ),
+        format!("import os\nos.setpriority(os.PRIO_PROCESS, {zygote}, 19)"),
+        "import os\nos.setpriority(os.PRIO_PGRP, 0, 19)".to_owned(),
+        "import os\nos.setpriority(os.PRIO_USER, 0, 19)".to_owned(),
+        format!("import os\nos.sched_setscheduler({zygote}, os.SCHED_IDLE, os.sched_param(0))"),
+        "import os\nos.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(99))".to_owned(),
+        format!("import os\nos.kill({zygote}, 9)"),
+        "import os\nos.kill(os.getppid(), 9)".to_owned(),
+        "import os\nos.killpg(0, 9)".to_owned(),
+        "import os\nprint(os.listdir('/proc'))".to_owned(),
+    ];
+    for code in &attacks {
+        let (status, reply) = server.post("/exec", &json!({"lang": "py", "code": code}));
+        assert_eq!(status, 200, "{code}: {reply}");
+        let output = format!("{}{}", reply["stdout"], reply["stderr"]);
+        assert!(
+            !output.contains("host secret"),
+            "{code} read the host file: {reply}"
+        );
+        assert!(
+            reply["stderr"]
+                .as_str()
+                .is_some_and(|e| e.contains("Error")),
+            "{code} raised nothing: {reply}"
+        );
+    }
+    let metadata = std::fs::metadata(&victim).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        metadata.permissions().mode() & 0o7777,
+        0o644,
+        "the host file's mode changed"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap_or_default(),
+        "host secret\n",
+        "the host file changed"
+    );
+    assert_eq!(server.zygote_pid(), Some(zygote), "the zygote died");
+    assert_eq!(
+        scheduling_of(zygote),
+        zygote_before,
+        "the zygote's scheduling changed"
+    );
+    assert_eq!(server.get("/health", None).0, 200);
+    let (status, reply) = server.post("/exec", &json!({"lang": "py", "code": "print(6 * 7)"}));
+    assert_eq!((status, &reply["stdout"]), (200, &json!("42\n")), "{reply}");
+}
+
+/// A process's nice value, scheduling policy and limits, as the host sees them.
+fn scheduling_of(pid: i32) -> (String, String, String) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<String> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    let pick = |n: usize| fields.get(n).cloned().unwrap_or_default();
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap_or_default();
+    (pick(16), pick(38), limits)
 }

@@ -301,23 +301,6 @@ fn bodies_are_refused_readably_and_never_read_without_a_key() {
 }
 
 /// The pid of the server's zygote (its child running `baton zygote`).
-fn zygote_of(server_pid: u32) -> Option<i32> {
-    std::fs::read_dir("/proc").ok()?.find_map(|entry| {
-        let pid: i32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let ppid: u32 = stat
-            .rsplit(')')
-            .next()?
-            .split_whitespace()
-            .nth(1)?
-            .parse()
-            .ok()?;
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-        let is_zygote = cmdline.split(|b| *b == 0).any(|arg| arg == b"zygote");
-        (ppid == server_pid && is_zygote).then_some(pid)
-    })
-}
-
 #[test]
 fn a_killed_zygote_is_noticed_and_replaced() {
     let (_dir, server) = server();
@@ -328,7 +311,9 @@ fn a_killed_zygote_is_noticed_and_replaced() {
     )
     .1;
     assert_eq!(paused["status"], "tool_call_required", "{paused}");
-    let first = zygote_of(pid).unwrap_or_else(|| panic!("no zygote under {pid}"));
+    let first = server
+        .zygote_pid()
+        .unwrap_or_else(|| panic!("no zygote under {pid}"));
     // SAFETY: killing the zygote of the server this test started.
     unsafe { libc::kill(first, libc::SIGKILL) };
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -341,7 +326,7 @@ fn a_killed_zygote_is_noticed_and_replaced() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert_eq!(health["status"], "ok");
-    let second = zygote_of(pid).unwrap_or_else(|| {
+    let second = server.zygote_pid().unwrap_or_else(|| {
         let children = std::process::Command::new("ps")
             .args(["-o", "pid,ppid,user,stat,cmd", "--ppid", &pid.to_string()])
             .output()

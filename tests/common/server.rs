@@ -45,6 +45,25 @@ impl Server {
         self.child.as_ref().map(Child::id)
     }
 
+    /// The pid of the server's zygote (its child that runs `zygote`).
+    pub fn zygote_pid(&self) -> Option<i32> {
+        let server_pid = self.pid()?;
+        std::fs::read_dir("/proc").ok()?.find_map(|entry| {
+            let pid: i32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let ppid: u32 = stat
+                .rsplit(')')
+                .next()?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let is_zygote = cmdline.split(|b| *b == 0).any(|arg| arg == b"zygote");
+            (ppid == server_pid && is_zygote).then_some(pid)
+        })
+    }
+
     /// SIGKILLs the server (and so its zygote and children).
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -317,6 +317,7 @@ def main():
     # Imported lazily by the stdlib (datetime.strptime): import them before
     # the runtime's fence takes the raw posix functions importlib uses.
     import _strptime, calendar, locale, string, textwrap  # noqa: F401
+    import shutil, tempfile, zipfile, tarfile, glob, fnmatch, pathlib, csv, gzip  # noqa: F401
     source = open(os.path.join(ROOT, "stdlib_shims", "baton_runtime.py")).read()
     runtime = types.ModuleType("baton_runtime")
     runtime.__file__ = "<baton_runtime>"
