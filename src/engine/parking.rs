@@ -3,8 +3,11 @@
 //!
 //! A child's cost is its private memory (the pages it no longer shares with
 //! the zygote: `Private_Clean + Private_Dirty` of `/proc/<pid>/smaps_rollup`),
-//! measured once when it parks, off the request's path (a parked child does
-//! not run, so the figure holds until it resumes). A server without
+//! measured once it has stayed parked for [`MEASURE_AFTER`], by one
+//! background measurer, off the request's path (a parked child does not
+//! run, so the figure holds until it resumes; a child resumed sooner, as
+//! in a tight tool loop, is never measured: reading smaps walks every
+//! mapping of the process, which would double a hot resume). A server without
 //! `CAP_SYS_PTRACE` cannot read the smaps of its non-dumpable children; it
 //! falls back to the world-readable `/proc/<pid>/status`: the child's
 //! anonymous resident memory beyond the zygote's (a lower bound: pages the
@@ -16,25 +19,35 @@
 //! - A parked child belongs to exactly one execution; taking it removes it.
 //! - The total is the sum of the measured children still parked; a child is
 //!   counted from its measurement until it leaves.
+//! - At most one measurer runs; while unmeasured children are parked, one
+//!   runs.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::sandbox::pool::ChildProc;
 
 struct Parked {
     since: Instant,
     child: ChildProc,
+    /// The pid of the child's zygote, the fallback measure's baseline.
+    zygote: Option<i32>,
     /// Private bytes, once measured.
     bytes: Option<u64>,
 }
+
+/// How long a child stays parked before it is measured.
+pub const MEASURE_AFTER: Duration = Duration::from_millis(200);
 
 /// The parked children of the engine.
 pub struct Parking {
     children: Mutex<HashMap<[u8; 16], Parked>>,
     max_count: usize,
     max_bytes: u64,
+    /// Whether the measurer runs.
+    measuring: AtomicBool,
 }
 
 impl Parking {
@@ -45,22 +58,22 @@ impl Parking {
             children: Mutex::new(HashMap::new()),
             max_count,
             max_bytes,
+            measuring: AtomicBool::new(false),
         })
     }
 
     /// Parks `child` for execution `id`, evicting the least recent beyond
-    /// the count; measures it in the background and enforces the memory
-    /// budget then.
-    /// `zygote` is the pid of the child's zygote (the fallback measure's
-    /// baseline).
+    /// the count; the measurer measures it once it has stayed parked, and
+    /// enforces the memory budget then. `zygote` is the pid of the child's
+    /// zygote (the fallback measure's baseline).
     pub fn park(self: &Arc<Self>, id: [u8; 16], child: ChildProc, zygote: Option<i32>) {
-        let pid = child.pid;
         if let Ok(mut children) = self.children.lock() {
             children.insert(
                 id,
                 Parked {
                     since: Instant::now(),
                     child,
+                    zygote,
                     bytes: None,
                 },
             );
@@ -70,11 +83,49 @@ impl Parking {
                 }
             }
         }
-        let parking = self.clone();
-        tokio::task::spawn_blocking(move || {
-            let bytes = private_bytes(pid).or_else(|| anon_beyond(pid, zygote?));
-            parking.measured(id, pid, bytes);
-        });
+        if !self.measuring.swap(true, Ordering::AcqRel) {
+            let parking = self.clone();
+            tokio::task::spawn_blocking(move || parking.measure_until_done());
+        }
+    }
+
+    /// The measurer: measures the children parked for [`MEASURE_AFTER`]
+    /// until none is left unmeasured.
+    fn measure_until_done(&self) {
+        loop {
+            std::thread::sleep(MEASURE_AFTER);
+            for (id, pid, zygote) in self.due() {
+                let bytes = private_bytes(pid).or_else(|| anon_beyond(pid, zygote?));
+                self.measured(id, pid, bytes);
+            }
+            if self.unmeasured() > 0 {
+                continue;
+            }
+            self.measuring.store(false, Ordering::Release);
+            // A child parked between the count and the store needs a measurer.
+            if self.unmeasured() == 0 || self.measuring.swap(true, Ordering::AcqRel) {
+                return;
+            }
+        }
+    }
+
+    /// The unmeasured children parked for [`MEASURE_AFTER`] or longer.
+    fn due(&self) -> Vec<([u8; 16], i32, Option<i32>)> {
+        let Ok(children) = self.children.lock() else {
+            return Vec::new();
+        };
+        children
+            .iter()
+            .filter(|(_, p)| p.bytes.is_none() && p.since.elapsed() >= MEASURE_AFTER)
+            .map(|(id, p)| (*id, p.child.pid, p.zygote))
+            .collect()
+    }
+
+    fn unmeasured(&self) -> usize {
+        self.children
+            .lock()
+            .map(|c| c.values().filter(|p| p.bytes.is_none()).count())
+            .unwrap_or(0)
     }
 
     fn measured(&self, id: [u8; 16], pid: i32, bytes: Option<u64>) {
@@ -82,7 +133,9 @@ impl Parking {
             return;
         };
         match children.get_mut(&id) {
-            Some(parked) if parked.child.pid == pid => parked.bytes = bytes,
+            // A child that cannot be measured counts as nothing, and is not
+            // measured again.
+            Some(parked) if parked.child.pid == pid => parked.bytes = Some(bytes.unwrap_or(0)),
             _ => return,
         }
         let mut evicted = 0;
