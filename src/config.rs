@@ -17,6 +17,60 @@ use clap::Args;
 
 use crate::token::{SigningKey, generate_secret};
 
+/// The default of every limit and setting: the one place they are written.
+/// The flags below, the engine's `ExecLimits::default` and
+/// `EngineConfig::new`, the sandbox's `ChildRlimits::default` and the
+/// program's `ProgramLimits::default` all read them; the child's runtime gets
+/// every limit in its program and has no defaults of its own.
+pub mod defaults {
+    /// Seconds a paused execution waits for its client.
+    pub const PAUSED_TTL_SECS: u64 = 3600;
+    /// Pauses of one execution.
+    pub const MAX_ROUNDS: usize = 20;
+    /// Largest execution record a pause may store, bytes.
+    pub const MAX_RECORD_BYTES: usize = 64 << 20;
+    /// Idle pre-forked children.
+    pub const POOL_SIZE: usize = 4;
+    /// Parked children kept in memory.
+    pub const MAX_PARKED: usize = 256;
+    /// Private memory of all parked children, MiB.
+    pub const MAX_PARKED_MB: u64 = 1024;
+    /// Bytes one API key may store, MiB.
+    pub const MAX_KEY_STORAGE_MB: u64 = 1024;
+    /// Memory one child may allocate, MiB.
+    pub const MEMORY_MB: u64 = 256;
+    /// Stdout, and stderr, of one execution, bytes.
+    pub const OUTPUT_CAP: u64 = 1 << 20;
+    /// CPU seconds of one child (backstop to the run-time budget).
+    pub const CPU_SECONDS: u64 = 330;
+    /// Open files per child.
+    pub const OPEN_FILES: u64 = 64;
+    /// Python recursion limit.
+    pub const RECURSION_LIMIT: u32 = 1000;
+    /// The highest recursion limit code may set (`sys.setrecursionlimit`),
+    /// and the highest the flag accepts.
+    pub const RECURSION_CAP: u32 = 4000;
+    /// Largest JSON input of one tool call, bytes.
+    pub const MAX_TOOL_INPUT_BYTES: u64 = 1 << 20;
+    /// Bytes in an execution's `/mnt/data`.
+    pub const WORKSPACE_BYTES: u64 = 32 << 20;
+    /// Files in an execution's `/mnt/data`.
+    pub const WORKSPACE_FILES: u64 = 1000;
+    /// Size of the code, bytes.
+    pub const MAX_SOURCE_BYTES: usize = 256 << 10;
+    /// Size of a request body, bytes.
+    pub const BODY_LIMIT: usize = 4 << 20;
+    /// Seconds a request body may take to arrive.
+    pub const BODY_TIMEOUT_SECS: u64 = 30;
+    /// Seconds session files are kept.
+    pub const FILE_TTL_SECS: u64 = 86_400;
+    /// Seconds between sweeps.
+    pub const SWEEP_SECS: u64 = 60;
+    /// Milliseconds between the soft interrupt of a program over its time
+    /// and the kill.
+    pub const GRACE_MS: u64 = 500;
+}
+
 /// Flags of `baton serve`.
 #[derive(Args, Clone, Debug)]
 pub struct ServeArgs {
@@ -40,68 +94,68 @@ pub struct ServeArgs {
     )]
     pub signing_keys: Vec<String>,
     /// How long a paused execution waits for its client, in seconds.
-    #[arg(long, env = "BATON_PAUSED_TTL_SECS", default_value_t = 3600)]
+    #[arg(long, env = "BATON_PAUSED_TTL_SECS", default_value_t = defaults::PAUSED_TTL_SECS)]
     pub paused_ttl_secs: u64,
     /// Maximum number of pauses of one execution.
-    #[arg(long, env = "BATON_MAX_ROUNDS", default_value_t = 20)]
+    #[arg(long, env = "BATON_MAX_ROUNDS", default_value_t = defaults::MAX_ROUNDS)]
     pub max_rounds: usize,
     /// Largest execution record (journal) a pause may store, in bytes.
-    #[arg(long, env = "BATON_MAX_RECORD_BYTES", default_value_t = 64 << 20)]
+    #[arg(long, env = "BATON_MAX_RECORD_BYTES", default_value_t = defaults::MAX_RECORD_BYTES)]
     pub max_record_bytes: usize,
     /// Idle pre-forked children kept ready.
-    #[arg(long, env = "BATON_POOL_SIZE", default_value_t = 4)]
+    #[arg(long, env = "BATON_POOL_SIZE", default_value_t = defaults::POOL_SIZE)]
     pub pool_size: usize,
     /// Parked children kept in memory; beyond that executions resume cold.
-    #[arg(long, env = "BATON_MAX_PARKED", default_value_t = 256)]
+    #[arg(long, env = "BATON_MAX_PARKED", default_value_t = defaults::MAX_PARKED)]
     pub max_parked: usize,
     /// Private memory all parked children may hold together, in MiB;
     /// beyond it the least recently parked are evicted (they resume cold).
-    #[arg(long, env = "BATON_MAX_PARKED_MB", default_value_t = 1024)]
+    #[arg(long, env = "BATON_MAX_PARKED_MB", default_value_t = defaults::MAX_PARKED_MB)]
     pub max_parked_mb: u64,
     /// Bytes one API key may store, in MiB: the records of its paused
     /// executions, the outcomes of its ended ones, its session files.
     /// Beyond it requests get 429 `rate_limited` until some of it expires.
-    #[arg(long, env = "BATON_MAX_KEY_STORAGE_MB", default_value_t = 1024)]
+    #[arg(long, env = "BATON_MAX_KEY_STORAGE_MB", default_value_t = defaults::MAX_KEY_STORAGE_MB)]
     pub max_key_storage_mb: u64,
     /// Memory each child may allocate, in MiB.
-    #[arg(long, env = "BATON_MEMORY_MB", default_value_t = 256)]
+    #[arg(long, env = "BATON_MEMORY_MB", default_value_t = defaults::MEMORY_MB)]
     pub memory_mb: u64,
     /// Maximum stdout (and stderr) of one execution, in bytes.
-    #[arg(long, env = "BATON_OUTPUT_CAP", default_value_t = 1 << 20)]
+    #[arg(long, env = "BATON_OUTPUT_CAP", default_value_t = defaults::OUTPUT_CAP)]
     pub output_cap: u64,
     /// CPU seconds a child may use over its life (a backstop to the run-time
     /// budget).
-    #[arg(long, env = "BATON_CPU_SECONDS", default_value_t = 330)]
+    #[arg(long, env = "BATON_CPU_SECONDS", default_value_t = defaults::CPU_SECONDS)]
     pub cpu_seconds: u64,
     /// Open file descriptors per child.
-    #[arg(long, env = "BATON_OPEN_FILES", default_value_t = 64)]
+    #[arg(long, env = "BATON_OPEN_FILES", default_value_t = defaults::OPEN_FILES)]
     pub open_files: u64,
     /// Python recursion limit (code may raise it up to 4000).
-    #[arg(long, env = "BATON_RECURSION_LIMIT", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(50..=4000))]
+    #[arg(long, env = "BATON_RECURSION_LIMIT", default_value_t = defaults::RECURSION_LIMIT, value_parser = clap::value_parser!(u32).range(50..=i64::from(defaults::RECURSION_CAP)))]
     pub recursion_limit: u32,
     /// Largest JSON input of one tool call, in bytes.
-    #[arg(long, env = "BATON_MAX_TOOL_INPUT_BYTES", default_value_t = 1 << 20)]
+    #[arg(long, env = "BATON_MAX_TOOL_INPUT_BYTES", default_value_t = defaults::MAX_TOOL_INPUT_BYTES)]
     pub max_tool_input_bytes: u64,
     /// Most bytes in an execution's `/mnt/data` (and in a request's files).
-    #[arg(long, env = "BATON_WORKSPACE_BYTES", default_value_t = 32 << 20)]
+    #[arg(long, env = "BATON_WORKSPACE_BYTES", default_value_t = defaults::WORKSPACE_BYTES)]
     pub workspace_bytes: u64,
     /// Most files in an execution's `/mnt/data`.
-    #[arg(long, env = "BATON_WORKSPACE_FILES", default_value_t = 1000)]
+    #[arg(long, env = "BATON_WORKSPACE_FILES", default_value_t = defaults::WORKSPACE_FILES)]
     pub workspace_files: u64,
     /// Maximum size of the code, in bytes.
-    #[arg(long, env = "BATON_MAX_SOURCE_BYTES", default_value_t = 256 << 10)]
+    #[arg(long, env = "BATON_MAX_SOURCE_BYTES", default_value_t = defaults::MAX_SOURCE_BYTES)]
     pub max_source_bytes: usize,
     /// Maximum size of a request body, in bytes.
-    #[arg(long, env = "BATON_BODY_LIMIT", default_value_t = 4 << 20)]
+    #[arg(long, env = "BATON_BODY_LIMIT", default_value_t = defaults::BODY_LIMIT)]
     pub body_limit: usize,
     /// Seconds a request body may take to arrive (408 beyond).
-    #[arg(long, env = "BATON_BODY_TIMEOUT_SECS", default_value_t = 30)]
+    #[arg(long, env = "BATON_BODY_TIMEOUT_SECS", default_value_t = defaults::BODY_TIMEOUT_SECS)]
     pub body_timeout_secs: u64,
     /// How long session files (uploaded or produced) are kept, in seconds.
-    #[arg(long, env = "BATON_FILE_TTL_SECS", default_value_t = 86_400)]
+    #[arg(long, env = "BATON_FILE_TTL_SECS", default_value_t = defaults::FILE_TTL_SECS)]
     pub file_ttl_secs: u64,
     /// Seconds between sweeps of expired executions.
-    #[arg(long, env = "BATON_SWEEP_SECS", default_value_t = 60)]
+    #[arg(long, env = "BATON_SWEEP_SECS", default_value_t = defaults::SWEEP_SECS)]
     pub sweep_secs: u64,
     /// Log filter (tracing `EnvFilter` syntax).
     #[arg(long, env = "BATON_LOG", default_value = "info")]

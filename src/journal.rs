@@ -166,16 +166,16 @@ pub struct ExecutionRecord {
 }
 
 impl ExecutionRecord {
-    /// Encodes the record with its magic and version.
-    pub fn encode(&self) -> Vec<u8> {
+    /// Encodes the record with its magic and version. Bincode of this plain
+    /// data into memory does not fail; if it ever did, the error is returned
+    /// rather than a partial record stored.
+    pub fn encode(&self) -> Result<Vec<u8>, JournalError> {
         let mut out = Vec::with_capacity(256 + self.source.len() + self.stdout.len());
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-        // Serializing plain data into a Vec cannot fail.
-        if let Err(error) = bincode::serialize_into(&mut out, self) {
-            tracing::error!(%error, "encoding an execution record failed");
-        }
-        out
+        bincode::serialize_into(&mut out, self)
+            .map_err(|e| JournalError::Corrupt(format!("the record does not encode: {e}")))?;
+        Ok(out)
     }
 
     /// Decodes and validates a record.
@@ -325,15 +325,18 @@ mod tests {
     #[test]
     fn round_trips() {
         let record = sample();
-        assert_eq!(ExecutionRecord::decode(&record.encode()), Ok(record));
+        assert_eq!(
+            ExecutionRecord::decode(&record.encode().unwrap_or_default()),
+            Ok(record)
+        );
     }
 
     #[test]
     fn rejects_bad_magic_and_unknown_version() {
-        let mut bytes = sample().encode();
+        let mut bytes = sample().encode().unwrap_or_default();
         bytes[0] = b'X';
         assert_eq!(ExecutionRecord::decode(&bytes), Err(JournalError::BadMagic));
-        let mut bytes = sample().encode();
+        let mut bytes = sample().encode().unwrap_or_default();
         bytes[4] = 9;
         assert_eq!(
             ExecutionRecord::decode(&bytes),
@@ -343,7 +346,7 @@ mod tests {
 
     #[test]
     fn rejects_truncation_and_inconsistency() {
-        let bytes = sample().encode();
+        let bytes = sample().encode().unwrap_or_default();
         for cut in [6, 20, bytes.len() / 2, bytes.len() - 1] {
             assert!(matches!(
                 ExecutionRecord::decode(&bytes[..cut]),
@@ -353,19 +356,19 @@ mod tests {
         let mut record = sample();
         record.rounds[0].results.clear();
         assert!(matches!(
-            ExecutionRecord::decode(&record.encode()),
+            ExecutionRecord::decode(&record.encode().unwrap_or_default()),
             Err(JournalError::Corrupt(_))
         ));
         let mut record = sample();
         record.rounds[0].stdout_len = 99;
         assert!(matches!(
-            ExecutionRecord::decode(&record.encode()),
+            ExecutionRecord::decode(&record.encode().unwrap_or_default()),
             Err(JournalError::Corrupt(_))
         ));
         let mut record = sample();
         (record.timeout_ms, record.used_ms) = (10, 11);
         assert!(matches!(
-            ExecutionRecord::decode(&record.encode()),
+            ExecutionRecord::decode(&record.encode().unwrap_or_default()),
             Err(JournalError::Corrupt(_))
         ));
     }

@@ -2,13 +2,27 @@
 //!
 //! LLM-written Python runs in sandboxed RustPython children and pauses at every
 //! tool call; a pause is persisted before the client sees its token, so it
-//! survives a restart. See `ARCHITECTURE.md` for the map.
+//! survives a restart. See `ARCHITECTURE.md` for the map; in short:
+//!
+//! - [`server`], [`config`]: the process and its settings (every default in
+//!   [`config::defaults`]).
+//! - [`api`]: HTTP only; the one place errors become statuses.
+//! - [`service`]: start, continue, cancel, inspect, sweep; no HTTP.
+//! - [`engine`]: an execution's lifecycle on a record: start, hot and cold
+//!   resume, budgets, parked children.
+//! - [`sandbox`]: the zygote, the pool, confinement, the child protocol.
+//! - [`vm`]: inside the sandbox: the interpreter, the zygote loop, a child.
+//! - [`program`], [`failure`], [`journal`], [`tools`]: what both sides share.
+//! - [`rewrite`]: the source rewrite at call sites.
+//! - [`store`], [`state`], [`workspace`], [`token`]: what is stored, and how.
 
 pub mod api;
 pub mod config;
 pub mod engine;
+pub mod failure;
 pub mod journal;
-pub mod quota;
+pub mod program;
+pub(crate) mod quota;
 pub mod rewrite;
 pub mod sandbox;
 pub mod server;

@@ -96,10 +96,10 @@ fn program_command(tools: &str) -> ExitCode {
         }
     };
     let tools: Vec<_> = tools.into_iter().map(Into::into).collect();
-    let limits = baton::engine::ExecLimits::default();
-    match baton::engine::program::program_json(&source, &tools, &limits) {
-        Ok(json) => {
-            println!("{json}");
+    let limits = baton::program::ProgramLimits::default();
+    match baton::program::Program::build(&source, &tools, limits, &[]) {
+        Ok(program) => {
+            println!("{}", program.to_json());
             ExitCode::SUCCESS
         }
         Err((error, report)) => {

@@ -34,6 +34,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     } else {
         tracing::warn!("sandbox degraded on this kernel: {}", layers.describe());
     }
+    raise_open_file_limit();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -50,6 +51,30 @@ pub fn run(args: ServeArgs) -> ExitCode {
             eprintln!("baton: {error}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Raises this process's soft limit of open files to its hard limit: each
+/// parked or pooled child holds two descriptors (its socket and its pidfd)
+/// beside the connections and the store's files, and the usual soft limit
+/// (1024) is below what `--max-parked` allows.
+fn raise_open_file_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: reading and setting this process's own limit.
+    let raised = unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0
+        }
+    };
+    if !raised {
+        tracing::warn!(
+            error = %std::io::Error::last_os_error(),
+            "the open-file limit could not be raised"
+        );
     }
 }
 

@@ -187,34 +187,51 @@ fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     }
 }
 
+/// The prefix of executions' states.
+pub const STATES: &[u8] = b"s/";
+/// The prefix of executions' records.
+pub const RECORDS: &[u8] = b"r/";
+/// The prefix of ended executions' outcomes.
+pub const OUTCOMES: &[u8] = b"o/";
+/// The prefix of request-id links.
+pub const REQUEST_LINKS: &[u8] = b"q/";
+/// The prefix of early cancels.
+pub const EARLY_CANCELS: &[u8] = b"c/";
+
 /// The key of an execution's state.
 pub fn state_key(id: &[u8; 16]) -> Vec<u8> {
-    [b"s/".as_slice(), id].concat()
+    [STATES, id].concat()
 }
 
 /// The key of an execution's record.
 pub fn record_key(id: &[u8; 16]) -> Vec<u8> {
-    [b"r/".as_slice(), id].concat()
+    [RECORDS, id].concat()
 }
 
 /// The key of an ended execution's outcome.
 pub fn outcome_key(id: &[u8; 16]) -> Vec<u8> {
-    [b"o/".as_slice(), id].concat()
+    [OUTCOMES, id].concat()
 }
 
 /// The key of a request id's link to its execution.
 pub fn request_key(owner: [u8; 8], request_id: &str) -> Vec<u8> {
-    [b"q/".as_slice(), &owner, request_id.as_bytes()].concat()
+    [REQUEST_LINKS, &owner, request_id.as_bytes()].concat()
 }
 
 /// The key of an early cancel of a request id.
 pub fn early_cancel_key(owner: [u8; 8], request_id: &str) -> Vec<u8> {
-    [b"c/".as_slice(), &owner, request_id.as_bytes()].concat()
+    [EARLY_CANCELS, &owner, request_id.as_bytes()].concat()
+}
+
+/// The execution id of a key under `prefix` ([`STATES`], [`RECORDS`] or
+/// [`OUTCOMES`]), if it is one.
+pub fn id_of_key(prefix: &[u8], key: &[u8]) -> Option<[u8; 16]> {
+    key.strip_prefix(prefix)?.try_into().ok()
 }
 
 /// The execution id of a state key (`s/<id>`), if it is one.
 pub fn id_of_state_key(key: &[u8]) -> Option<[u8; 16]> {
-    key.strip_prefix(b"s/")?.try_into().ok()
+    id_of_key(STATES, key)
 }
 
 /// The digest of a continuation's results, independent of their order:

@@ -24,6 +24,8 @@ use crate::store::{Store, StoreError};
 
 /// The mount point code sees.
 pub const MOUNT: &str = "/mnt/data";
+/// The store's prefix of session files (the layout is in the module's doc).
+const FILES: &[u8] = b"f/";
 /// Longest name of one path component, bytes.
 pub const MAX_COMPONENT: usize = 255;
 /// Longest relative path, bytes.
@@ -170,7 +172,7 @@ pub struct Files {
 
 fn prefix(owner: [u8; 8], session: &str) -> Vec<u8> {
     let mut key = Vec::with_capacity(11 + session.len() + 12);
-    key.extend_from_slice(b"f/");
+    key.extend_from_slice(FILES);
     key.extend_from_slice(&owner);
     key.push(session.len() as u8);
     key.extend_from_slice(session.as_bytes());
@@ -216,7 +218,7 @@ impl Files {
 
     /// Counts every stored file for its key (at start-up).
     pub fn count_usage(&self) -> Result<(), WorkspaceError> {
-        for head in self.store.scan_heads(b"f/", HEAD_LEN) {
+        for head in self.store.scan_heads(FILES, HEAD_LEN) {
             let head = head?;
             let owner = head
                 .key
@@ -306,7 +308,7 @@ impl Files {
     /// many. A file that does not decode is deleted too.
     pub fn sweep(&self, cutoff: u64) -> Result<usize, WorkspaceError> {
         let mut swept = 0;
-        for head in self.store.scan_heads(b"f/", HEAD_LEN) {
+        for head in self.store.scan_heads(FILES, HEAD_LEN) {
             let head = head?;
             let expired = decode_head(&head.head).map_or(true, |f| f.created < cutoff);
             if expired {

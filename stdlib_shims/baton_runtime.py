@@ -879,7 +879,7 @@ def _plain_site(tool, python, params, optional, max_input):
 
 
 def _globals_for(program):
-    max_input = program.get("max_input_bytes", 1 << 20)
+    max_input = program["limits"]["max_input_bytes"]
     tools = program["tools"]
     funcs = {}
     for t in tools:
@@ -923,14 +923,19 @@ def _run_code(code, g):
 
 
 def _error_line(exc):
-    if isinstance(exc, TimeLimitExceeded):
-        return "Time limit exceeded"
-    if isinstance(exc, MemoryError):
-        return "Out of memory"
-    if isinstance(exc, (OutputLimitExceeded, NonDeterminismError)):
-        return str(exc)
+    """The exception's one line, `Type: message`, as the contract's error."""
     text = "%s: %s" % (type(exc).__name__, exc) if str(exc) else type(exc).__name__
     return text.splitlines()[0].rstrip() if text else type(exc).__name__
+
+
+def _failure(exc):
+    """How the program failed, for the host: `("memory", "")` for a
+    MemoryError, else `("exception", line)`. The failures the host raised
+    itself (time limit, output cap, replay divergence) it knows, and reports
+    in place of this."""
+    if isinstance(exc, MemoryError):
+        return ("memory", "")
+    return ("exception", _error_line(exc))
 
 
 def _report(exc):
@@ -963,22 +968,22 @@ def _keep_user_frames(report, seen):
 
 
 def run(program_json):
-    """Runs one program. Returns None on success, else the one-line error."""
+    """Runs one program. Returns None on success, else `(kind, line)` (see
+    `_failure`)."""
     program = json.loads(program_json)
     sys.stdout = _Stream(1, "<stdout>")
     sys.stderr = _Stream(2, "<stderr>")
     _reseed()
     original = program["original"]
     linecache.cache[FILENAME] = (len(original), None, original.splitlines(True), FILENAME)
-    _real_setrecursionlimit(min(program.get("recursion_limit", 1000), MAX_RECURSION_LIMIT))
-    _WS.reset(
-        _baton.workspace(),
-        program.get("workspace_bytes", MAX_WORKSPACE_BYTES),
-        program.get("workspace_files", MAX_WORKSPACE_FILES),
-    )
+    limits = program["limits"]
+    global _recursion_cap
+    _recursion_cap = limits["recursion_cap"]
+    _real_setrecursionlimit(min(limits["recursion_limit"], _recursion_cap))
+    _WS.reset(_baton.workspace(), limits["workspace_bytes"], limits["workspace_files"])
     del _registry[:]
     _unawaited.clear()
-    sys.argv = ["main.py"] + list(program.get("argv", ()))
+    sys.argv = ["main.py"] + program["argv"]
     try:
         g = _globals_for(program)
         code = _baton.compile(_real_compile, program["source"], FILENAME, "exec", PyCF_ALLOW_TOP_LEVEL_AWAIT)
@@ -988,14 +993,14 @@ def run(program_json):
         if e.code not in (None, 0):
             if not isinstance(e.code, int):
                 sys.stderr.write("%s\n" % (e.code,))
-            return "SystemExit: %s" % (e.code,)
+            return ("exception", "SystemExit: %s" % (e.code,))
         _WS.finish()
         return None
     except BaseException as e:
         if not isinstance(e, _ControlExit):
             _never_awaited()
         _report(e)
-        return _error_line(e)
+        return _failure(e)
     _never_awaited()
     _WS.finish()
     return None
@@ -1029,9 +1034,11 @@ _DENIED_OS = (
     "sched_setscheduler", "sched_setparam", "setns", "unshare",
 )
 
-#: Deepest recursion limit code may ask for (the interpreter's thread has a
-#: 64 MiB stack; deeper Python recursion would overflow it).
-MAX_RECURSION_LIMIT = 4000
+#: Deepest recursion limit code may ask for: the program's
+#: `limits.recursion_cap` (the interpreter's thread has a 64 MiB stack;
+#: deeper Python recursion would overflow it). Until a program sets it, no
+#: raise at all.
+_recursion_cap = sys.getrecursionlimit()
 
 
 #: Third-party modules models reach for, with what to do instead. Code that
@@ -1080,8 +1087,8 @@ _real_setrecursionlimit = sys.setrecursionlimit
 
 
 def _setrecursionlimit(limit):
-    if not isinstance(limit, int) or limit > MAX_RECURSION_LIMIT:
-        raise ValueError("recursion limit above %d is not allowed in baton" % MAX_RECURSION_LIMIT)
+    if not isinstance(limit, int) or limit > _recursion_cap:
+        raise ValueError("recursion limit above %d is not allowed in baton" % _recursion_cap)
     _real_setrecursionlimit(limit)
 
 
@@ -1122,8 +1129,6 @@ MOUNT = "/mnt/data"
 #: The directories above the mount, each with its one entry: the workspace
 #: looks like a file system from the top.
 ANCESTORS = {"/": "mnt", "/mnt": "data"}
-MAX_WORKSPACE_BYTES = 32 << 20
-MAX_WORKSPACE_FILES = 1000
 #: The first virtual descriptor: far above the process's own (0-2 and the
 #: socket to the server), so the two never meet.
 FIRST_FD = 100
@@ -1170,9 +1175,10 @@ class _Descriptor:
 
 class _Workspace:
     def __init__(self):
-        self.reset(())
+        # Before a program: empty, and nothing can be written.
+        self.reset((), 0, 0)
 
-    def reset(self, pairs, max_bytes=MAX_WORKSPACE_BYTES, max_files=MAX_WORKSPACE_FILES):
+    def reset(self, pairs, max_bytes, max_files):
         self.max_bytes, self.max_files = max_bytes, max_files
         self.inodes = 1
         self.fds = {}

@@ -11,25 +11,21 @@
 //! that uses baton's extension (calls without `await`, which CPython cannot
 //! run) says `# oracle: runtime` and is compared with the same rewrite and
 //! runtime under CPython instead.
-//!
-//! Programs CPython and RustPython legitimately differ on are listed in
-//! [`KNOWN_DIFFERENCES`] with the reason; they are still run all three ways
-//! and must agree with each other.
+//! Every program must agree with CPython: there is no list of accepted
+//! differences (the README lists what RustPython does differently, and no
+//! corpus program depends on it).
 
 mod common;
 
 use std::path::PathBuf;
 
-use baton::engine::program::program_json;
-use baton::engine::{Engine, ExecLimits};
+use baton::engine::Engine;
 use baton::journal::CallResult;
+use baton::program::{Program, ProgramLimits};
 use common::{
     OracleMode, OracleRun, corpus_tools, engine, final_error, oracle, root, run_to_end, spec,
 };
 use serde_json::Value;
-
-/// Programs whose output legitimately differs between CPython and RustPython.
-const KNOWN_DIFFERENCES: &[(&str, &str)] = &[];
 
 const SEED: [u8; 32] = [42; 32];
 
@@ -145,13 +141,13 @@ async fn check(engine: &Engine, path: &PathBuf) -> Vec<String> {
         .unwrap_or_default();
     eprintln!("corpus: {name}");
     let source = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let program = program_json(&source, &corpus_tools(), &ExecLimits::default())
-        .unwrap_or_else(|(error, _)| panic!("{name}: {error}"));
+    let program = Program::build(&source, &corpus_tools(), ProgramLimits::default(), &[])
+        .unwrap_or_else(|(error, _)| panic!("{name}: {error}"))
+        .to_json();
     let oracle_run = oracle(&program, SEED, OracleMode::of_source(&source));
-    let known = KNOWN_DIFFERENCES.iter().any(|(file, _)| *file == name);
     let mut problems = Vec::new();
     let hot = run_baton(engine, &source, &oracle_run, Mode::Hot).await;
-    if !known && hot != expected(&oracle_run) {
+    if hot != expected(&oracle_run) {
         problems.push(format!(
             "{name}: hot run differs from CPython\n  cpython: {:?}\n  baton:   {hot:?}",
             expected(&oracle_run)
@@ -189,19 +185,4 @@ async fn corpus_matches_cpython_hot_cold_and_mixed() {
         programs.len(),
         problems.join("\n")
     );
-}
-
-#[test]
-fn known_differences_name_real_programs() {
-    let names: Vec<String> = programs()
-        .iter()
-        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .collect();
-    for (file, reason) in KNOWN_DIFFERENCES {
-        assert!(
-            names.iter().any(|n| n == file),
-            "{file} is listed ({reason}) but missing"
-        );
-        assert!(!reason.is_empty(), "{file} is listed without a reason");
-    }
 }

@@ -26,9 +26,9 @@ mod generator;
 
 use std::sync::Arc;
 
-use baton::engine::program::program_json;
-use baton::engine::{Engine, ExecLimits};
+use baton::engine::Engine;
 use baton::journal::CallResult;
+use baton::program::{Program, ProgramLimits};
 use common::{OracleMode, final_error, oracle_answering, run_to_end, spec, tools};
 use generator::{Answer, Case, TOOLS};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
@@ -117,8 +117,9 @@ fn check(
     tally: &mut Tally,
 ) -> Result<(), TestCaseError> {
     let source = case.source();
-    let program = program_json(&source, &tools(TOOLS), &ExecLimits::default())
-        .map_err(|(error, _)| TestCaseError::fail(format!("the rewrite refused: {error}")))?;
+    let program = Program::build(&source, &tools(TOOLS), ProgramLimits::default(), &[])
+        .map_err(|(error, _)| TestCaseError::fail(format!("the rewrite refused: {error}")))?
+        .to_json();
     let oracle = oracle_outcome(case, &program);
     let hot = runtime.block_on(baton_outcome(engine, case, &source, false));
     let cold = runtime.block_on(baton_outcome(engine, case, &source, true));

@@ -9,10 +9,11 @@
 #![no_main]
 
 use baton::api::views::ExecutionView;
-use baton::engine::program::program_json;
 use baton::engine::{ExecLimits, start_job};
 use baton::journal::ExecutionRecord;
+use baton::program::Program;
 use baton::sandbox::protocol::{ToChild, decode_body, encode_frame};
+use baton::service::Inspection;
 use baton::state::{ExecState, Status};
 use libfuzzer_sys::fuzz_target;
 
@@ -20,9 +21,16 @@ fuzz_target!(|data: &[u8]| {
     let Ok(record) = ExecutionRecord::decode(data) else {
         return;
     };
-    let encoded = record.encode();
+    let encoded = match record.encode() {
+        Ok(encoded) => encoded,
+        Err(error) => panic!("a decoded record does not encode: {error}"),
+    };
     match ExecutionRecord::decode(&encoded) {
-        Ok(again) => assert_eq!(again.encode(), encoded, "re-encoding changed the record"),
+        Ok(again) => assert_eq!(
+            again.encode().ok(),
+            Some(encoded),
+            "re-encoding changed the record"
+        ),
         Err(error) => panic!("a decoded record does not decode once re-encoded: {error}"),
     }
     let state = ExecState {
@@ -32,15 +40,29 @@ fuzz_target!(|data: &[u8]| {
         expires_at: 0,
         answered: None,
     };
-    let view = ExecutionView::new(&record.id_hex(), &state, Some(&record), None);
+    let id = record.id_hex();
+    let inspection = Inspection {
+        state,
+        record: Some(record),
+        outcome: None,
+    };
+    let view = ExecutionView::new(&id, &inspection);
+    let Some(record) = inspection.record else {
+        return;
+    };
     if let Err(error) = serde_json::to_string(&view) {
         panic!("the inspection view does not render: {error}");
     }
     let limits = ExecLimits::default();
-    let Ok(program) = program_json(&record.source, &record.tools, &limits) else {
+    let Ok(program) = Program::build(
+        &record.source,
+        &record.tools,
+        limits.program_limits(),
+        &record.argv,
+    ) else {
         return;
     };
-    let message = ToChild::Start(Box::new(start_job(&record, program, &limits)));
+    let message = ToChild::Start(Box::new(start_job(&record, program.to_json(), &limits)));
     let frame = match encode_frame(&message) {
         Ok(frame) => frame,
         Err(error) => panic!("the replay job of a decoded record cannot be framed: {error}"),

@@ -15,7 +15,7 @@ use std::collections::{HashMap, HashSet};
 use baton::api::error::ApiError;
 use baton::api::request::{ExecRequest, TIMEOUT_RANGE_MS, decode_cancel, decode_exec};
 use baton::journal::{CallRecord, CallResult, FrameSummary, PendingRound};
-use baton::service::order_results;
+use baton::service::{ServiceError, order_results};
 use libfuzzer_sys::fuzz_target;
 
 /// The input: pending call ids, one per line, then a NUL byte, then the
@@ -93,7 +93,7 @@ fn check_results(pending: &PendingRound, results: Vec<baton::service::ToolResult
                 }
             }
         }
-        Err(ApiError::BadRequest(message)) => {
+        Err(ServiceError::Invalid(message)) => {
             assert!(
                 !exact,
                 "refused results that answer each call once: {message}"
@@ -115,7 +115,7 @@ fuzz_target!(|data: &[u8]| {
         Ok(ExecRequest::Continue { results, .. }) => {
             check_results(&pending(&input.pending_ids), results)
         }
-        Err(ApiError::BadRequest(_) | ApiError::InvalidToken) => {}
+        Err(ApiError::BadRequest(_) | ApiError::Service(ServiceError::InvalidToken)) => {}
         Err(other) => panic!("decoding failed with {other:?}"),
     }
 });

@@ -5,9 +5,12 @@
 //! no panic message, no internal detail beyond the one line.
 
 use super::views::ErrorView;
+use crate::service::ServiceError;
+use crate::workspace::WorkspaceError;
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use utoipa::IntoResponses;
 
 /// A request that cannot be served.
 #[derive(Debug, thiserror::Error)]
@@ -15,87 +18,95 @@ pub enum ApiError {
     /// Malformed body or bad field (400).
     #[error("{0}")]
     BadRequest(String),
-    /// Token malformed, forged or from another key (400).
-    #[error("Invalid continuation token")]
-    InvalidToken,
-    /// Token past its expiry (400).
-    #[error("Execution expired")]
-    Expired,
-    /// Round already continued (409).
-    #[error("Continuation already used")]
-    AlreadyUsed,
-    /// Round being continued by another request now (409).
-    #[error("Continuation in progress: this round is being continued by another request")]
-    InProgress,
-    /// The execution was cancelled (409).
-    #[error("Execution was cancelled")]
-    Cancelled,
     /// The client asked for an execution profile baton does not offer (409).
     #[error("execution_profile_mismatch")]
     ProfileMismatch(String),
-    /// Another request with the same client request id is being served (409).
-    #[error("A request with this X-LibreChat-Code-Request-ID is already in progress")]
-    RequestInFlight,
-    /// Unknown or deleted execution (404).
-    #[error("Execution not found or expired")]
-    NotFound,
-    /// Unknown file, or another key's (404).
-    #[error("File not found")]
-    FileNotFound,
-    /// Round limit (400).
-    #[error("Exceeded maximum round trips ({0})")]
-    TooManyRounds(usize),
     /// Missing or wrong API key (401).
     #[error("Missing or invalid API key")]
     Unauthorized,
     /// Body over the size limit (413).
     #[error("Request body too large (limit {0} bytes)")]
     TooLarge(usize),
-    /// The key stores as much as it may; some of it expires in
-    /// `retry_after` seconds (429, `rate_limited`).
-    #[error("rate_limited")]
-    StorageFull {
-        /// Seconds until some of the key's storage expires.
-        retry_after: u64,
-        /// The sentence that says which limit.
-        message: String,
-    },
-    /// The request alone is over the per-key storage cap (413).
-    #[error("{0}")]
-    StorageTooLarge(String),
     /// The body did not arrive in time (408).
     #[error("Request body not received within {0} s")]
     BodyTimeout(u64),
-    /// A stored record that does not decode (500).
-    #[error("{0}")]
-    Corrupt(String),
-    /// The server failed (500 or 503).
-    #[error("{0}")]
-    Internal(String),
+    /// The service refused or failed the request.
+    #[error(transparent)]
+    Service(#[from] ServiceError),
+}
+
+impl From<WorkspaceError> for ApiError {
+    fn from(error: WorkspaceError) -> Self {
+        ApiError::Service(error.into())
+    }
 }
 
 impl ApiError {
     /// The HTTP status of this error.
     pub fn status(&self) -> StatusCode {
         match self {
-            ApiError::BadRequest(_)
-            | ApiError::InvalidToken
-            | ApiError::Expired
-            | ApiError::TooManyRounds(_) => StatusCode::BAD_REQUEST,
-            ApiError::AlreadyUsed
-            | ApiError::InProgress
-            | ApiError::Cancelled
-            | ApiError::RequestInFlight
-            | ApiError::ProfileMismatch(_) => StatusCode::CONFLICT,
-            ApiError::NotFound | ApiError::FileNotFound => StatusCode::NOT_FOUND,
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::ProfileMismatch(_) => StatusCode::CONFLICT,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
-            ApiError::TooLarge(_) | ApiError::StorageTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::StorageFull { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
-            ApiError::Corrupt(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            ApiError::Internal(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Service(error) => service_status(error),
         }
     }
+}
+
+/// The HTTP status of each of the service's errors.
+fn service_status(error: &ServiceError) -> StatusCode {
+    match error {
+        ServiceError::Invalid(_)
+        | ServiceError::InvalidToken
+        | ServiceError::Expired
+        | ServiceError::TooManyRounds(_) => StatusCode::BAD_REQUEST,
+        ServiceError::AlreadyUsed
+        | ServiceError::InProgress
+        | ServiceError::Cancelled
+        | ServiceError::RequestInFlight => StatusCode::CONFLICT,
+        ServiceError::NotFound | ServiceError::FileNotFound => StatusCode::NOT_FOUND,
+        ServiceError::StorageTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+        ServiceError::StorageFull { .. } => StatusCode::TOO_MANY_REQUESTS,
+        ServiceError::Corrupt(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        ServiceError::Store(_) | ServiceError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+    }
+}
+
+/// Error answers every authenticated route may give, for the OpenAPI
+/// description (the statuses [`ApiError::status`] gives).
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub enum Failures {
+    /// A malformed or invalid request: the `error` line says what.
+    #[response(status = 400)]
+    BadRequest(ErrorView),
+    /// No API key, or an unknown one.
+    #[response(status = 401)]
+    Unauthorized(ErrorView),
+    /// No such execution, file or endpoint (another key's answer the same).
+    #[response(status = 404)]
+    NotFound(ErrorView),
+    /// The round was continued already, is being continued, or was cancelled.
+    #[response(status = 409)]
+    Conflict(ErrorView),
+    /// The body did not arrive within the body timeout.
+    #[response(status = 408)]
+    BodyTimeout(ErrorView),
+    /// The body is over the limit, or alone over the key's storage cap.
+    #[response(status = 413)]
+    TooLarge(ErrorView),
+    /// The key stores as much as it may (`error` is `rate_limited`, with
+    /// `retry_after_seconds` and a `Retry-After` header).
+    #[response(status = 429)]
+    StorageFull(ErrorView),
+    /// A stored record is corrupt.
+    #[response(status = 500)]
+    Corrupt(ErrorView),
+    /// The server cannot serve now (its store or sandbox failed).
+    #[response(status = 503)]
+    Unavailable(ErrorView),
 }
 
 impl IntoResponse for ApiError {
@@ -103,10 +114,10 @@ impl IntoResponse for ApiError {
         let mut view = ErrorView::new(self.to_string());
         match &self {
             ApiError::ProfileMismatch(message) => view.message = Some(message.clone()),
-            ApiError::StorageFull {
+            ApiError::Service(ServiceError::StorageFull {
                 retry_after,
                 message,
-            } => {
+            }) => {
                 view.message = Some(message.clone());
                 view.retry_after_seconds = Some(*retry_after);
                 let retry = retry_after.to_string();

@@ -17,15 +17,15 @@ use axum::response::{IntoResponse, Response};
 use super::AppState;
 use super::authorize;
 use super::error::ApiError;
-use super::openapi::Failures;
+use super::error::Failures;
 use super::views::FilesView;
-use crate::service::workspace_error;
+use crate::service::ServiceError;
 
 /// The form `POST /upload` reads (for the OpenAPI description: the handler
 /// reads the parts as they stream).
 #[derive(utoipa::ToSchema)]
 #[allow(dead_code)]
-pub struct UploadForm {
+pub(super) struct UploadForm {
     /// One or more files; each part needs a file name (it becomes the
     /// file's path under `/mnt/data`).
     #[schema(value_type = Vec<String>, format = Binary)]
@@ -48,7 +48,7 @@ fn multipart_error(error: MultipartError, limit: usize) -> ApiError {
 #[utoipa::path(post, path = "/upload", tag = "files",
     request_body(content = UploadForm, content_type = "multipart/form-data"),
     responses((status = 200, description = "The stored files", body = FilesView), Failures))]
-pub async fn upload(
+pub(super) async fn upload(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     multipart: Result<Multipart, MultipartRejection>,
@@ -100,8 +100,7 @@ pub async fn upload(
     let stored = uploads
         .into_iter()
         .map(|(name, bytes)| files.put(owner, &session, &name, bytes))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(workspace_error)?;
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Json(FilesView::new(session, &stored)).into_response())
 }
 
@@ -109,17 +108,13 @@ pub async fn upload(
 #[utoipa::path(get, path = "/files/{session_id}", tag = "files",
     params(("session_id" = String, Path, description = "The session")),
     responses((status = 200, description = "The session's files", body = FilesView), Failures))]
-pub async fn list(
+pub(super) async fn list(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     Path(session): Path<String>,
 ) -> Result<Response, ApiError> {
     let owner = authorize(&state, &headers)?;
-    let files = state
-        .service
-        .files()
-        .list(owner, &session)
-        .map_err(workspace_error)?;
+    let files = state.service.files().list(owner, &session)?;
     Ok(Json(FilesView::new(session, &files)).into_response())
 }
 
@@ -129,7 +124,7 @@ pub async fn list(
         ("file_id" = String, Path, description = "The file id")),
     responses((status = 200, description = "The file's bytes", content_type = "application/octet-stream",
         body = String), Failures))]
-pub async fn download(
+pub(super) async fn download(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     Path((session, id)): Path<(String, String)>,
@@ -138,9 +133,8 @@ pub async fn download(
     let file = state
         .service
         .files()
-        .get(owner, &session, &id)
-        .map_err(workspace_error)?
-        .ok_or(ApiError::FileNotFound)?;
+        .get(owner, &session, &id)?
+        .ok_or(ServiceError::FileNotFound)?;
     let base = file.name.rsplit('/').next().unwrap_or("file");
     let safe: String = base
         .chars()

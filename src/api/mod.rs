@@ -26,10 +26,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use sha2::{Digest, Sha256};
 
-use crate::service::Service;
+use crate::service::{Service, ServiceError};
 use crate::token::key_identity;
 use error::ApiError;
-use openapi::Failures;
+use error::Failures;
 use request::{CancelBody, ExecBody, ExecRequest, PlainBody};
 use views::{CancelView, ErrorView, ExecReply, ExecutionView, HealthView, PlainExecView};
 
@@ -273,8 +273,11 @@ async fn exec_plain(
     check_profile(&headers)?;
     let start = request::decode_plain(&body)?;
     let reply = state.service.start(owner, start).await?;
-    let view = PlainExecView::from_reply(reply)
-        .ok_or_else(|| ApiError::Internal("code without tools paused".into()))?;
+    let view = PlainExecView::from_reply(reply).ok_or_else(|| {
+        ApiError::Service(ServiceError::Unavailable(
+            "code without tools paused".into(),
+        ))
+    })?;
     Ok(Json(view).into_response())
 }
 
@@ -333,5 +336,6 @@ async fn inspect(
     Path(id): Path<String>,
 ) -> Result<Json<ExecutionView>, ApiError> {
     let owner = authorize(&state, &headers)?;
-    state.service.inspect(owner, &id).map(Json)
+    let inspection = state.service.inspect(owner, &id)?;
+    Ok(Json(ExecutionView::new(&id, &inspection)))
 }

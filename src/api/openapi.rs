@@ -11,43 +11,9 @@
 
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{OpenApi as Document, PathItem};
-use utoipa::{IntoResponses, Modify, OpenApi};
+use utoipa::{Modify, OpenApi};
 
 use super::views::ErrorView;
-
-/// Error answers every authenticated route may give.
-#[derive(IntoResponses)]
-#[allow(dead_code)]
-pub enum Failures {
-    /// A malformed or invalid request: the `error` line says what.
-    #[response(status = 400)]
-    BadRequest(ErrorView),
-    /// No API key, or an unknown one.
-    #[response(status = 401)]
-    Unauthorized(ErrorView),
-    /// No such execution, file or endpoint (another key's answer the same).
-    #[response(status = 404)]
-    NotFound(ErrorView),
-    /// The round was continued already, is being continued, or was cancelled.
-    #[response(status = 409)]
-    Conflict(ErrorView),
-    /// The body did not arrive within the body timeout.
-    #[response(status = 408)]
-    BodyTimeout(ErrorView),
-    /// The body is over the limit, or alone over the key's storage cap.
-    #[response(status = 413)]
-    TooLarge(ErrorView),
-    /// The key stores as much as it may (`error` is `rate_limited`, with
-    /// `retry_after_seconds` and a `Retry-After` header).
-    #[response(status = 429)]
-    StorageFull(ErrorView),
-    /// A stored record is corrupt.
-    #[response(status = 500)]
-    Corrupt(ErrorView),
-    /// The server cannot serve now (its store or sandbox failed).
-    #[response(status = 503)]
-    Unavailable(ErrorView),
-}
 
 /// The API's description.
 #[derive(OpenApi)]

@@ -6,7 +6,7 @@
 //!
 //! Invariants:
 //! - Any body decodes to a request or to [`ApiError::BadRequest`] /
-//!   [`ApiError::InvalidToken`] naming the problem; nothing panics.
+//!   [`ServiceError::InvalidToken`] naming the problem; nothing panics.
 //! - A body is a continuation exactly when it holds a non-null
 //!   `continuation_token`; a continuation must carry `tool_results`.
 //! - A start's `code` is a non-blank string and its `timeout` is absent,
@@ -19,13 +19,13 @@ use utoipa::openapi::schema::{OneOfBuilder, Ref, Schema};
 use utoipa::{PartialSchema, ToSchema};
 
 use super::error::ApiError;
-use crate::service::{FileRef, StartRequest, ToolResult};
+/// The accepted `timeout` range, milliseconds (the service's).
+pub use crate::service::TIMEOUT_RANGE_MS;
+use crate::service::{FileRef, ServiceError, StartRequest, ToolResult};
 use crate::tools::{ToolDef, WireTool};
 
 /// Run-time budget of a start without `timeout`, milliseconds.
 pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
-/// The accepted `timeout` range, milliseconds.
-pub const TIMEOUT_RANGE_MS: std::ops::RangeInclusive<u64> = 1000..=300_000;
 
 /// A decoded `POST /exec/programmatic`.
 #[derive(Debug)]
@@ -282,7 +282,7 @@ fn continuation(body: ContinueBody) -> Result<ExecRequest, ApiError> {
     let token = body
         .continuation_token
         .as_str()
-        .ok_or(ApiError::InvalidToken)?
+        .ok_or(ServiceError::InvalidToken)?
         .to_owned();
     let entries = body.tool_results.ok_or_else(|| {
         ApiError::BadRequest("tool_results is required with a continuation_token".into())

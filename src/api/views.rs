@@ -11,9 +11,8 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::journal::{CallRecord, ExecutionRecord};
-use crate::service::{CancelOutcome, Reply};
-use crate::state::{EndedOutcome, ExecState};
+use crate::journal::CallRecord;
+use crate::service::{CancelOutcome, Inspection, Reply};
 use crate::workspace::{FileMeta, MOUNT};
 
 /// A tool call the client must run.
@@ -389,14 +388,12 @@ pub struct ExecutionView {
 }
 
 impl ExecutionView {
-    /// The view of the execution `id_hex` in `state`, with its record when
-    /// it is running or paused, its outcome once it ended.
-    pub fn new(
-        id_hex: &str,
-        state: &ExecState,
-        record: Option<&ExecutionRecord>,
-        outcome: Option<&EndedOutcome>,
-    ) -> Self {
+    /// The view of the execution `id_hex` as the service found it: its
+    /// record when it is running or paused, its outcome once it ended.
+    pub fn new(id_hex: &str, inspection: &Inspection) -> Self {
+        let state = &inspection.state;
+        let record = inspection.record.as_ref();
+        let outcome = inspection.outcome.as_ref();
         let pending = record.and_then(|r| r.pending.as_ref());
         Self {
             execution_id: id_hex.to_owned(),

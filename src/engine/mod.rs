@@ -16,129 +16,24 @@
 //! - Output in the record never exceeds the caps, whatever a child sends.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::journal::{
-    CallRecord, CallResult, ClockBase, ExecutionRecord, FrameSummary, PendingRound, Round,
-    WorkspaceFile,
-};
+use crate::failure::Failure;
+use crate::journal::{CallRecord, CallResult, ClockBase, ExecutionRecord, PendingRound, Round};
+use crate::program::{CannotRun, HASH_SEED, Program};
 use crate::rewrite;
-use crate::sandbox::limits::ChildRlimits;
-use crate::sandbox::pool::{ChildProc, Pool};
+use crate::sandbox::pool::{ChildKiller, ChildProc, Pool};
 use crate::sandbox::protocol::{
     ChildLimits, ChildOutcome, FrameError, FromChild, PendingCall, StartJob, ToChild, nonblocking,
 };
 use crate::sandbox::zygote::Supervisor;
-use crate::tools::ToolDef;
 
+mod config;
 mod parking;
-pub mod program;
+mod reports;
 
-/// Where the clock values the code sees come from.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum ClockSource {
-    /// The server's real time.
-    Real,
-    /// A fixed schedule (tests): round `k` starts at `wall0 + k * step`.
-    Fixed {
-        /// Wall time of the start.
-        wall0: f64,
-        /// Seconds between rounds.
-        step: f64,
-    },
-}
-
-/// Limits of each execution.
-#[derive(Clone, Debug)]
-pub struct ExecLimits {
-    /// Maximum stdout, bytes.
-    pub stdout_cap: u64,
-    /// Maximum stderr, bytes.
-    pub stderr_cap: u64,
-    /// Maximum size of one call's input JSON, bytes.
-    pub max_input_bytes: u64,
-    /// Python recursion limit.
-    pub recursion_limit: u32,
-    /// Maximum source size, bytes.
-    pub max_source_bytes: usize,
-    /// Time between the soft interrupt and the kill, milliseconds.
-    pub grace_ms: u64,
-    /// Most bytes in the virtual `/mnt/data` (and in a request's files).
-    pub workspace_bytes: u64,
-    /// Most files in the virtual `/mnt/data`.
-    pub workspace_files: u64,
-}
-
-impl Default for ExecLimits {
-    fn default() -> Self {
-        ExecLimits {
-            stdout_cap: 1 << 20,
-            stderr_cap: 1 << 20,
-            max_input_bytes: 1 << 20,
-            recursion_limit: 1000,
-            max_source_bytes: 256 << 10,
-            grace_ms: 500,
-            workspace_bytes: 32 << 20,
-            workspace_files: 1000,
-        }
-    }
-}
-
-/// Configuration of an [`Engine`].
-#[derive(Clone, Debug)]
-pub struct EngineConfig {
-    /// The binary to start the zygote from.
-    pub exe: PathBuf,
-    /// Idle children kept ready.
-    pub pool_size: usize,
-    /// Parked children kept; beyond that the oldest is evicted (resumes cold).
-    pub max_parked: usize,
-    /// Private memory of all parked children together, bytes; beyond it the
-    /// least recently parked are evicted (they resume cold).
-    pub max_parked_bytes: u64,
-    /// Per-execution limits.
-    pub limits: ExecLimits,
-    /// OS limits of each child.
-    pub rlimits: ChildRlimits,
-    /// Clock values the code sees.
-    pub clock: ClockSource,
-}
-
-impl EngineConfig {
-    /// Defaults, starting children from `exe`.
-    pub fn new(exe: PathBuf) -> Self {
-        EngineConfig {
-            exe,
-            pool_size: 4,
-            max_parked: 256,
-            max_parked_bytes: 1 << 30,
-            limits: ExecLimits::default(),
-            rlimits: ChildRlimits::default(),
-            clock: ClockSource::Real,
-        }
-    }
-}
-
-/// What a new execution runs.
-#[derive(Clone, Debug)]
-pub struct ExecutionSpec {
-    /// Python source.
-    pub source: String,
-    /// Tools of the request.
-    pub tools: Vec<ToolDef>,
-    /// Run-time budget over all rounds, milliseconds.
-    pub timeout_ms: u64,
-    /// Session the execution belongs to.
-    pub session_id: String,
-    /// Seed (random when `None`).
-    pub seed: Option<[u8; 32]>,
-    /// The workspace the code starts with.
-    pub files: Vec<crate::journal::WorkspaceFile>,
-    /// Command-line arguments (`sys.argv[1:]`).
-    pub argv: Vec<String>,
-}
+pub use config::{ClockSource, EngineConfig, ExecLimits, ExecutionSpec};
 
 /// Where an execution stands after a step.
 #[derive(Clone, Debug, PartialEq)]
@@ -147,8 +42,8 @@ pub enum Step {
     Paused(Vec<CallRecord>),
     /// Ran to the end.
     Completed,
-    /// Ended with this one-line error.
-    Failed(String),
+    /// Ended with this failure.
+    Failed(Failure),
 }
 
 /// Failures of the engine itself (not of the user's code).
@@ -165,35 +60,12 @@ pub enum EngineError {
     Sandbox(String),
 }
 
-/// Checks a batch a child reports: every call names a tool of the request
-/// and carries a JSON object. The runtime guarantees both; a program that
-/// calls the native bridge itself does not.
-fn check_calls(record: &ExecutionRecord, calls: &[PendingCall]) -> Result<(), String> {
-    for call in calls {
-        if !record.tools.iter().any(|t| t.name == call.tool) {
-            return Err(format!("Invalid tool call: no tool named {:?}", call.tool));
-        }
-        let is_object =
-            serde_json::from_str::<serde_json::Value>(&call.input).is_ok_and(|v| v.is_object());
-        if !is_object {
-            return Err(format!(
-                "Invalid tool call to {:?}: the input is not a JSON object",
-                call.tool
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// How the error of an execution whose child died begins.
-const CRASHED: &str = "Execution crashed:";
-
 /// The engine: a zygote, its pool of children and the parked executions.
 pub struct Engine {
     config: EngineConfig,
     pool: Arc<Pool>,
     parked: Arc<parking::Parking>,
-    running: Mutex<HashMap<[u8; 16], i32>>,
+    running: Mutex<HashMap<[u8; 16], Arc<ChildKiller>>>,
     supervisor: Arc<Supervisor>,
 }
 
@@ -271,7 +143,7 @@ impl Engine {
             timeout_ms: spec.timeout_ms,
             used_ms: 0,
             seed: spec.seed.unwrap_or_else(rand::random),
-            hash_seed: crate::vm::HASH_SEED,
+            hash_seed: HASH_SEED,
             clock0,
             rounds: Vec::new(),
             pending: None,
@@ -303,7 +175,7 @@ impl Engine {
         let clock = self.accept_results(record, results)?;
         if remaining_ms(record) == 0 {
             self.evict(&record.id);
-            return Ok((Step::Failed("Time limit exceeded".into()), ResumeKind::Hot));
+            return Ok((Step::Failed(Failure::TimeLimit), ResumeKind::Hot));
         }
         if let Some(mut child) = self.parked.take(&record.id) {
             let results = record
@@ -324,7 +196,7 @@ impl Engine {
                 // A child that died before answering (killed or OOM-killed
                 // while parked, or dying then) left the record untouched:
                 // replay instead, as when the frame cannot even be written.
-                if !matches!(&step, Step::Failed(error) if error.starts_with(CRASHED)) {
+                if !matches!(&step, Step::Failed(Failure::Crashed(_))) {
                     return Ok((step, ResumeKind::Hot));
                 }
                 tracing::warn!(execution = %record.id_hex(), "parked child died; resuming cold");
@@ -345,14 +217,20 @@ impl Engine {
     /// Kills the child of an execution, running or parked. Returns whether
     /// there was one.
     pub fn kill(&self, id: &[u8; 16]) -> bool {
-        let running = self.running.lock().ok().and_then(|r| r.get(id).copied());
-        if let Some(pid) = running {
-            // SAFETY: sending a signal to a child this engine forked.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
+        let running = self.running().get(id).cloned();
+        if let Some(killer) = &running {
+            killer.kill();
         }
         self.evict(id) || running.is_some()
+    }
+
+    /// The children running now, by execution. A poisoned table is still
+    /// whole (each use is one insert, remove or read), so it is used as it
+    /// is: a cancel must always find the child to kill.
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 16], Arc<ChildKiller>>> {
+        self.running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The limits executions run under.
@@ -433,18 +311,19 @@ impl Engine {
         }
     }
 
-    fn program_json(&self, record: &ExecutionRecord) -> Result<String, (String, String)> {
-        program::program_json_with(
+    fn program_json(&self, record: &ExecutionRecord) -> Result<String, CannotRun> {
+        Program::build(
             &record.source,
             &record.tools,
-            &self.config.limits,
+            self.config.limits.program_limits(),
             &record.argv,
         )
+        .map(|program| program.to_json())
     }
 
     fn fail_early(&self, record: &mut ExecutionRecord, (error, stderr): (String, String)) -> Step {
         self.append_output(record, "", &stderr);
-        Step::Failed(error)
+        Step::Failed(Failure::Unrunnable(error))
     }
 
     async fn run_fresh(
@@ -452,6 +331,14 @@ impl Engine {
         record: &mut ExecutionRecord,
         program_json: String,
     ) -> Result<Step, EngineError> {
+        if !record.rounds.is_empty() && record.hash_seed != HASH_SEED {
+            // Another build hashed strings differently: a replay would not
+            // iterate sets in the first run's order.
+            return Ok(Step::Failed(Failure::replay_seed_differs(
+                record.hash_seed,
+                HASH_SEED,
+            )));
+        }
         let job = start_job(record, program_json, &self.config.limits);
         let replay_allowance = if record.rounds.is_empty() {
             Duration::ZERO
@@ -486,92 +373,100 @@ impl Engine {
         mut child: ChildProc,
         allowance: Duration,
     ) -> Step {
+        let started = Instant::now();
+        match self.read_answer(record, &mut child, allowance).await {
+            Some(Ok(message)) => self.apply_answer(record, child, message, started),
+            Some(Err(error)) => lost_child(record, &child, error),
+            None => {
+                child.kill();
+                record.used_ms = record.timeout_ms;
+                Step::Failed(Failure::TimeLimit)
+            }
+        }
+    }
+
+    /// The child's next message, read within the remaining budget plus the
+    /// grace period and `allowance`; `None` past that deadline. While it
+    /// runs, a cancel can kill it.
+    async fn read_answer(
+        &self,
+        record: &ExecutionRecord,
+        child: &mut ChildProc,
+        allowance: Duration,
+    ) -> Option<Result<FromChild, FrameError>> {
         let deadline = Duration::from_millis(
             remaining_ms(record)
                 .saturating_add(self.config.limits.grace_ms)
                 .saturating_add(250),
         ) + allowance;
-        let started = Instant::now();
-        if let Ok(mut running) = self.running.lock() {
-            running.insert(record.id, child.pid);
-        }
-        let reply = tokio::time::timeout(
+        self.running().insert(record.id, child.killer.clone());
+        let answer = tokio::time::timeout(
             deadline,
             nonblocking::read_frame::<FromChild>(&mut child.stream),
         )
         .await;
-        if let Ok(mut running) = self.running.lock() {
-            running.remove(&record.id);
-        }
-        match reply {
-            Err(_elapsed) => {
-                child.kill();
-                record.used_ms = record.timeout_ms;
-                Step::Failed("Time limit exceeded".into())
-            }
-            Ok(Ok(FromChild::Paused {
+        self.running().remove(&record.id);
+        answer.ok()
+    }
+
+    /// Applies what the child answered: a pause parks it, an end records
+    /// its files; a report no honest runtime makes fails the execution.
+    fn apply_answer(
+        &self,
+        record: &mut ExecutionRecord,
+        child: ChildProc,
+        message: FromChild,
+        started: Instant,
+    ) -> Step {
+        match message {
+            FromChild::Paused {
                 calls,
                 frame_json,
                 stdout,
                 stderr,
                 run_us,
-            })) => {
+            } => {
                 self.charge(record, run_us, started);
                 self.append_output(record, &stdout, &stderr);
-                if let Err(error) = check_calls(record, &calls) {
+                if let Err(error) = reports::check_calls(record, &calls) {
                     child.kill();
-                    return Step::Failed(error);
+                    return Step::Failed(Failure::InvalidReport(error));
                 }
                 let calls = self.pend(record, calls, &frame_json);
                 self.park(record.id, child);
                 Step::Paused(calls)
             }
-            Ok(Ok(FromChild::Finished {
+            FromChild::Finished {
                 outcome,
                 files,
                 removed,
                 stdout,
                 stderr,
                 run_us,
-            })) => {
+            } => {
                 self.charge(record, run_us, started);
                 self.append_output(record, &stdout, &stderr);
-                if let Err(error) = self.check_produced(&files) {
-                    return Step::Failed(error);
-                }
-                if let Some(bad) = removed
-                    .iter()
-                    .find(|name| !record.files.iter().any(|f| &f.name == *name))
+                if let Err(error) =
+                    reports::check_workspace(record, &self.config.limits, &files, &removed)
                 {
-                    return Step::Failed(format!(
-                        "Invalid workspace report: {bad:?} was not a file of the request"
-                    ));
+                    return Step::Failed(Failure::InvalidReport(error));
                 }
                 record.produced = files;
                 record.removed = removed;
                 match outcome {
                     ChildOutcome::Completed => Step::Completed,
-                    ChildOutcome::Failed(error) => Step::Failed(error),
+                    ChildOutcome::Failed(failure) => Step::Failed(failure),
                 }
             }
-            Ok(Ok(FromChild::Ready)) => {
+            FromChild::Ready => {
                 child.kill();
-                Step::Failed(format!(
-                    "{CRASHED} the interpreter sent an unexpected message"
+                Step::Failed(Failure::Crashed(
+                    "the interpreter sent an unexpected message".into(),
                 ))
             }
-            Ok(Ok(FromChild::OutOfMemory)) => {
+            FromChild::OutOfMemory => {
                 child.kill();
-                Step::Failed("Out of memory".into())
-            }
-            Ok(Err(FrameError::Closed)) => {
-                // Killed, or ended by an interpreter panic (src/vm/panics.rs).
-                tracing::warn!(execution = %record.id_hex(), "the interpreter process died");
-                Step::Failed(format!("{CRASHED} the interpreter process died"))
-            }
-            Ok(Err(error)) => {
-                child.kill();
-                Step::Failed(format!("{CRASHED} {error}"))
+                Step::Failed(Failure::OutOfMemory)
             }
         }
     }
@@ -591,22 +486,6 @@ impl Engine {
     fn append_output(&self, record: &mut ExecutionRecord, stdout: &str, stderr: &str) {
         append_capped(&mut record.stdout, stdout, self.config.limits.stdout_cap);
         append_capped(&mut record.stderr, stderr, self.config.limits.stderr_cap);
-    }
-
-    /// Checks what a child reports as files it produced.
-    fn check_produced(&self, files: &[WorkspaceFile]) -> Result<(), String> {
-        let limits = &self.config.limits;
-        let total: u64 = files.iter().map(|f| f.bytes.len() as u64).sum();
-        if total > limits.workspace_bytes || files.len() as u64 > limits.workspace_files {
-            return Err("Workspace limit exceeded".into());
-        }
-        match files
-            .iter()
-            .find(|f| crate::workspace::check_name(&f.name).is_err())
-        {
-            Some(bad) => Err(format!("Invalid workspace file name {:?}", bad.name)),
-            None => Ok(()),
-        }
     }
 
     fn pend(
@@ -632,7 +511,7 @@ impl Engine {
             calls: calls.clone(),
             stdout_len: record.stdout.len() as u64,
             stderr_len: record.stderr.len() as u64,
-            frame: parse_frame(frame_json),
+            frame: reports::parse_frame(frame_json),
         });
         calls
     }
@@ -652,13 +531,16 @@ fn append_capped(target: &mut String, text: &str, cap: u64) {
     target.push_str(&text[..cut]);
 }
 
-fn parse_frame(frame_json: &str) -> FrameSummary {
-    let value: serde_json::Value = serde_json::from_str(frame_json).unwrap_or_default();
-    FrameSummary {
-        function: value["function"].as_str().unwrap_or_default().to_owned(),
-        line: value["line"].as_u64().unwrap_or(0) as u32,
-        locals: value["locals"].as_str().unwrap_or("{}").to_owned(),
+/// The failure of an execution whose child's socket failed: it died
+/// (killed, or ended by an interpreter panic, `src/vm/panics.rs`), or sent
+/// what is not a frame.
+fn lost_child(record: &ExecutionRecord, child: &ChildProc, error: FrameError) -> Step {
+    if let FrameError::Closed = error {
+        tracing::warn!(execution = %record.id_hex(), "the interpreter process died");
+        return Step::Failed(Failure::Crashed("the interpreter process died".into()));
     }
+    child.kill();
+    Step::Failed(Failure::Crashed(error.to_string()))
 }
 
 /// Run time left to an execution, milliseconds.

@@ -39,10 +39,10 @@ struct Parked {
 }
 
 /// How long a child stays parked before it is measured.
-pub const MEASURE_AFTER: Duration = Duration::from_millis(200);
+pub(super) const MEASURE_AFTER: Duration = Duration::from_millis(200);
 
 /// The parked children of the engine.
-pub struct Parking {
+pub(super) struct Parking {
     children: Mutex<HashMap<[u8; 16], Parked>>,
     max_count: usize,
     max_bytes: u64,
@@ -53,7 +53,7 @@ pub struct Parking {
 impl Parking {
     /// Parking for at most `max_count` children and `max_bytes` of their
     /// private memory.
-    pub fn new(max_count: usize, max_bytes: u64) -> Arc<Parking> {
+    pub(super) fn new(max_count: usize, max_bytes: u64) -> Arc<Parking> {
         Arc::new(Parking {
             children: Mutex::new(HashMap::new()),
             max_count,
@@ -66,7 +66,7 @@ impl Parking {
     /// the count; the measurer measures it once it has stayed parked, and
     /// enforces the memory budget then. `zygote` is the pid of the child's
     /// zygote (the fallback measure's baseline).
-    pub fn park(self: &Arc<Self>, id: [u8; 16], child: ChildProc, zygote: Option<i32>) {
+    pub(super) fn park(self: &Arc<Self>, id: [u8; 16], child: ChildProc, zygote: Option<i32>) {
         if let Ok(mut children) = self.children.lock() {
             children.insert(
                 id,
@@ -153,29 +153,29 @@ impl Parking {
     }
 
     /// Takes the parked child of `id`, if there is one.
-    pub fn take(&self, id: &[u8; 16]) -> Option<ChildProc> {
+    pub(super) fn take(&self, id: &[u8; 16]) -> Option<ChildProc> {
         let mut children = self.children.lock().ok()?;
         children.remove(id).map(|parked| parked.child)
     }
 
     /// Drops the parked child of `id` (it is killed; the execution will
     /// resume cold). Returns whether there was one.
-    pub fn evict(&self, id: &[u8; 16]) -> bool {
+    pub(super) fn evict(&self, id: &[u8; 16]) -> bool {
         self.take(id).is_some()
     }
 
     /// Number of parked children.
-    pub fn count(&self) -> usize {
+    pub(super) fn count(&self) -> usize {
         self.children.lock().map(|c| c.len()).unwrap_or(0)
     }
 
     /// Private bytes of the parked children measured so far.
-    pub fn bytes(&self) -> u64 {
+    pub(super) fn bytes(&self) -> u64 {
         self.children.lock().map(|c| total(&c)).unwrap_or(0)
     }
 
     /// The pid of the child parked for `id`.
-    pub fn pid(&self, id: &[u8; 16]) -> Option<i32> {
+    pub(super) fn pid(&self, id: &[u8; 16]) -> Option<i32> {
         self.children.lock().ok()?.get(id).map(|p| p.child.pid)
     }
 }

@@ -27,14 +27,14 @@ use ruff_text_size::Ranged;
 /// as the source is long (measured on 100,000-level trees of every shape:
 /// 64 bytes per level in a release build, 80 in the test profile). Kept
 /// modest: in a child the stack counts against the memory limit.
-pub const STACK_PER_SOURCE_BYTE: usize = 128;
+pub(super) const STACK_PER_SOURCE_BYTE: usize = 128;
 
 /// Stack for the bounded walks themselves, whatever the source (measured:
 /// under 180 bytes per level, so under 180 KiB at the depth limit).
-pub const BASE_STACK: usize = 1 << 20;
+pub(super) const BASE_STACK: usize = 1 << 20;
 
 /// The deepest tree the VM's compiler accepts.
-pub fn depth_limit() -> usize {
+pub(super) fn depth_limit() -> usize {
     rustpython_vm::compiler::CompileOpts::default().recursion_limit
 }
 
@@ -48,7 +48,7 @@ pub fn on_sized_stack<R>(source_len: usize, analysis: impl FnOnce() -> R) -> R {
 
 /// The source offset of the first node nested deeper than the compiler
 /// accepts, if any.
-pub fn first_too_deep(body: &[Stmt]) -> Option<usize> {
+pub(super) fn first_too_deep(body: &[Stmt]) -> Option<usize> {
     let mut checker = DepthChecker {
         depth: 0,
         limit: depth_limit(),

@@ -46,7 +46,7 @@ pub fn python_name(tool: &str) -> Option<String> {
 }
 
 /// Every name the module binds anywhere.
-pub fn bound_names(body: &[Stmt]) -> HashSet<String> {
+pub(super) fn bound_names(body: &[Stmt]) -> HashSet<String> {
     let mut collector = BoundNames::default();
     collector.visit_body(body);
     collector.names

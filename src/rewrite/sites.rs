@@ -163,7 +163,7 @@ const COROUTINE_ATTRIBUTES: &[&str] = &[
 const DYNAMIC_NAME_ACCESS: &[&str] = &["eval", "exec", "locals", "globals", "vars"];
 
 /// One tool call found in the source.
-pub struct FoundSite {
+pub(super) struct FoundSite {
     /// Index of the tool in the bindings.
     pub tool: usize,
     /// Range of the callee text.
@@ -174,7 +174,7 @@ pub struct FoundSite {
 
 /// What the walk found.
 #[derive(Default)]
-pub struct Findings {
+pub(super) struct Findings {
     /// Tool call sites, in source order.
     pub sites: Vec<FoundSite>,
     /// Callee ranges of module-level `asyncio.run`.
@@ -182,7 +182,7 @@ pub struct Findings {
 }
 
 /// Finds the sites of a module.
-pub fn find(
+pub(super) fn find(
     source: &str,
     body: &[Stmt],
     python_names: &[String],

@@ -22,6 +22,7 @@
 //!   filter comes last (`seccomp`).
 
 use std::io;
+use std::os::fd::{FromRawFd, OwnedFd};
 
 use serde::{Deserialize, Serialize};
 
@@ -100,8 +101,10 @@ impl Confinement {
 pub enum Cloned {
     /// In the new child.
     Child,
-    /// In the zygote: the child's pid.
-    Parent(i32),
+    /// In the zygote: the child's pid, and its pidfd where the kernel has
+    /// them (Linux 5.2+): a handle that can only ever signal this child,
+    /// even after its pid is reused.
+    Parent(i32, Option<OwnedFd>),
 }
 
 /// Which layers this machine gives a child (see [`probe`]).
@@ -153,7 +156,7 @@ pub fn landlock_abi() -> i32 {
 pub fn namespaces_work() -> bool {
     match clone_into_namespaces() {
         Ok(Cloned::Child) => exit_now(0),
-        Ok(Cloned::Parent(pid)) => {
+        Ok(Cloned::Parent(pid, _)) => {
             let mut status = 0;
             // SAFETY: reaping the child just created.
             unsafe { libc::waitpid(pid, &mut status, 0) };
@@ -179,14 +182,36 @@ fn exit_now(code: i32) -> ! {
 /// `fork`, into new namespaces. The caller must be single-threaded (the
 /// zygote is): the child is a copy of this thread only.
 pub fn clone_into_namespaces() -> io::Result<Cloned> {
+    clone_with_pidfd(NAMESPACES)
+}
+
+/// A plain fork, for a machine without namespaces.
+pub fn fork() -> io::Result<Cloned> {
+    clone_with_pidfd(0)
+}
+
+/// `clone` with `flags` (a fork when they name no namespace), asking for a
+/// pidfd (`CLONE_PIDFD`); a kernel that refuses the flag gets the same
+/// clone without it.
+fn clone_with_pidfd(flags: libc::c_int) -> io::Result<Cloned> {
+    match raw_clone(flags | libc::CLONE_PIDFD) {
+        Err(error) if error.raw_os_error() == Some(libc::EINVAL) => raw_clone(flags),
+        cloned => cloned,
+    }
+}
+
+fn raw_clone(flags: libc::c_int) -> io::Result<Cloned> {
+    let mut pidfd: libc::c_int = -1;
     // SAFETY: a clone without CLONE_VM and without a new stack is a fork;
-    // the zygote has one thread, so no lock is held by another.
+    // the caller has one thread, so no lock is held by another. With
+    // CLONE_PIDFD the kernel writes the parent's new descriptor (close on
+    // exec) into `pidfd`, which outlives the call.
     let pid = unsafe {
         libc::syscall(
             libc::SYS_clone,
-            libc::c_long::from(NAMESPACES | libc::SIGCHLD),
+            libc::c_long::from(flags | libc::SIGCHLD),
             0usize,
-            0usize,
+            &mut pidfd as *mut libc::c_int,
             0usize,
             0usize,
         )
@@ -194,17 +219,13 @@ pub fn clone_into_namespaces() -> io::Result<Cloned> {
     match pid {
         -1 => Err(io::Error::last_os_error()),
         0 => Ok(Cloned::Child),
-        pid => Ok(Cloned::Parent(pid as i32)),
-    }
-}
-
-/// A plain fork, for a machine without namespaces.
-pub fn fork() -> io::Result<Cloned> {
-    // SAFETY: the zygote has one thread (see `clone_into_namespaces`).
-    match unsafe { libc::fork() } {
-        -1 => Err(io::Error::last_os_error()),
-        0 => Ok(Cloned::Child),
-        pid => Ok(Cloned::Parent(pid)),
+        pid => {
+            // SAFETY: a descriptor the kernel just made for this process,
+            // owned by nothing else.
+            let pidfd = (flags & libc::CLONE_PIDFD != 0 && pidfd >= 0)
+                .then(|| unsafe { OwnedFd::from_raw_fd(pidfd) });
+            Ok(Cloned::Parent(pid as i32, pidfd))
+        }
     }
 }
 

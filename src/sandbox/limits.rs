@@ -17,6 +17,7 @@
 
 use std::io;
 
+use crate::config::defaults;
 use serde::{Deserialize, Serialize};
 
 /// The per-child limits the zygote applies.
@@ -33,9 +34,9 @@ pub struct ChildRlimits {
 impl Default for ChildRlimits {
     fn default() -> Self {
         ChildRlimits {
-            memory_mb: 256,
-            cpu_seconds: 330,
-            open_files: 64,
+            memory_mb: defaults::MEMORY_MB,
+            cpu_seconds: defaults::CPU_SECONDS,
+            open_files: defaults::OPEN_FILES,
         }
     }
 }

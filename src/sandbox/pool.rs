@@ -14,6 +14,7 @@
 
 use std::collections::VecDeque;
 use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -31,12 +32,45 @@ const MAX_REFILL_FAILURES: u32 = 40;
 /// How long a fork waits for a new zygote after the current one died.
 const ZYGOTE_WAIT: Duration = Duration::from_secs(10);
 
+/// What can end a child: its pidfd, which names this child and no other
+/// process even after the child died and its pid was reused; on a kernel
+/// without pidfds, its pid.
+pub struct ChildKiller {
+    pid: i32,
+    pidfd: Option<OwnedFd>,
+}
+
+impl ChildKiller {
+    /// Kills the child at once (nothing if it is gone).
+    pub fn kill(&self) {
+        match &self.pidfd {
+            // SAFETY: a signal through a pidfd this process owns.
+            Some(pidfd) => unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    pidfd.as_raw_fd(),
+                    libc::SIGKILL,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0u32,
+                );
+            },
+            // SAFETY: a signal to the pid of a child we forked (a kernel
+            // without pidfds: the pid may in principle have been reused).
+            None => unsafe {
+                libc::kill(self.pid, libc::SIGKILL);
+            },
+        }
+    }
+}
+
 /// A live child and the server's end of its socket.
 pub struct ChildProc {
     /// The child's pid.
     pub pid: i32,
     /// The socket, as a tokio stream.
     pub stream: tokio::net::UnixStream,
+    /// What ends it, shareable with whoever may need to (a cancel).
+    pub killer: Arc<ChildKiller>,
 }
 
 impl ChildProc {
@@ -46,15 +80,16 @@ impl ChildProc {
         Ok(ChildProc {
             pid: forked.pid,
             stream: tokio::net::UnixStream::from_std(std_stream)?,
+            killer: Arc::new(ChildKiller {
+                pid: forked.pid,
+                pidfd: forked.pidfd,
+            }),
         })
     }
 
     /// Kills the child at once.
     pub fn kill(&self) {
-        // SAFETY: sending a signal to a pid we forked.
-        unsafe {
-            libc::kill(self.pid, libc::SIGKILL);
-        }
+        self.killer.kill();
     }
 }
 

@@ -82,7 +82,7 @@ pub fn run(targets: Targets, with_seccomp: bool) -> i32 {
             drop(parent_end);
             child(&confinement, child_end, &targets, with_seccomp)
         }
-        Ok(Cloned::Parent(pid)) => {
+        Ok(Cloned::Parent(pid, _)) => {
             drop(child_end);
             let mut text = String::new();
             let _ = parent_end.read_to_string(&mut text);
@@ -172,10 +172,12 @@ fn identity() -> Vec<(String, String)> {
         ("hostname".into(), host),
         (
             "policy".into(),
+            // SAFETY: a query of this process's own scheduling policy.
             unsafe { libc::sched_getscheduler(0) }.to_string(),
         ),
         (
             "nice".into(),
+            // SAFETY: a query of this process's own nice value.
             unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }.to_string(),
         ),
     ]
@@ -202,14 +204,14 @@ fn record(attempts: &mut Vec<Attempt>, name: &str, returned: i64) {
 
 /// x86-64 numbers of calls newer than the `libc` crate's table.
 mod newer {
-    pub const STATMOUNT: libc::c_long = 457;
-    pub const LISTMOUNT: libc::c_long = 458;
-    pub const SETXATTRAT: libc::c_long = 463;
-    pub const X32_BIT: libc::c_long = 0x4000_0000;
+    pub(super) const STATMOUNT: libc::c_long = 457;
+    pub(super) const LISTMOUNT: libc::c_long = 458;
+    pub(super) const SETXATTRAT: libc::c_long = 463;
+    pub(super) const X32_BIT: libc::c_long = 0x4000_0000;
     /// `fcntl`: the signal sent when the descriptor is ready.
-    pub const F_SETSIG: libc::c_int = 10;
+    pub(super) const F_SETSIG: libc::c_int = 10;
     /// `ioctl`: the process that gets `SIGIO`.
-    pub const FIOSETOWN: libc::c_ulong = 0x8901;
+    pub(super) const FIOSETOWN: libc::c_ulong = 0x8901;
 }
 
 /// Every attack, as raw system calls.

@@ -12,6 +12,7 @@ use std::io::{self, Read, Write};
 
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
+use crate::failure::Failure;
 use crate::journal::{CallResult, ClockBase, Round, WorkspaceFile};
 
 /// The largest frame either side accepts (64 MiB).
@@ -87,8 +88,8 @@ pub struct PendingCall {
 pub enum ChildOutcome {
     /// Ran to the end.
     Completed,
-    /// Ended with an error; the text is the one-line `error` of the contract.
-    Failed(String),
+    /// Ended with this failure.
+    Failed(Failure),
 }
 
 /// The child's messages.

@@ -26,19 +26,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use crate::sandbox::fdpass::recv_fd;
+use crate::sandbox::fdpass::{ReceivedChild, recv_child};
 use crate::sandbox::limits::ChildRlimits;
 
 /// Wait between attempts to start a zygote after one failed.
 pub const RESPAWN_DELAY: Duration = Duration::from_millis(500);
 
 /// A forked child, as the server sees it.
-pub struct ForkedChild {
-    /// The child's pid.
-    pub pid: i32,
-    /// The server's end of the child's socket.
-    pub socket: OwnedFd,
-}
+pub type ForkedChild = ReceivedChild;
 
 /// A running zygote.
 pub struct Zygote {
@@ -81,8 +76,7 @@ impl Zygote {
             .lock()
             .map_err(|_| io::Error::other("zygote lock poisoned"))?;
         (&*control).write_all(b"F")?;
-        let (socket, pid) = recv_fd(&control)?;
-        Ok(ForkedChild { pid, socket })
+        recv_child(&control)
     }
 
     /// The zygote's pid.

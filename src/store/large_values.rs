@@ -31,7 +31,7 @@ use std::sync::Mutex;
 use super::StoreError;
 
 /// The largest value kept inside the tree.
-pub const INLINE_MAX: usize = 64 << 10;
+pub(super) const INLINE_MAX: usize = 64 << 10;
 
 /// How a pointer begins.
 const MAGIC: &[u8; 8] = b"\xB7BATONLV";
@@ -41,7 +41,7 @@ const POINTER_LEN: usize = 24;
 
 /// Where a large value is: its file's number and its length.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Pointer {
+pub(super) struct Pointer {
     /// The file's number (its name, in hex).
     pub file: u64,
     /// The value's length in bytes.
@@ -50,7 +50,7 @@ pub struct Pointer {
 
 impl Pointer {
     /// The bytes the tree holds.
-    pub fn encode(self) -> [u8; POINTER_LEN] {
+    pub(super) fn encode(self) -> [u8; POINTER_LEN] {
         let mut out = [0u8; POINTER_LEN];
         out[..8].copy_from_slice(MAGIC);
         out[8..16].copy_from_slice(&self.file.to_le_bytes());
@@ -59,7 +59,7 @@ impl Pointer {
     }
 
     /// The pointer a stored value is, if it is one.
-    pub fn decode(stored: &[u8]) -> Option<Pointer> {
+    pub(super) fn decode(stored: &[u8]) -> Option<Pointer> {
         if stored.len() != POINTER_LEN || !stored.starts_with(MAGIC) {
             return None;
         }
@@ -76,12 +76,12 @@ impl Pointer {
 }
 
 /// Whether a value must be kept as a file.
-pub fn is_large(value: &[u8]) -> bool {
+pub(super) fn is_large(value: &[u8]) -> bool {
     value.len() > INLINE_MAX || value.starts_with(&MAGIC[..1])
 }
 
 /// The directory of large values and the files waiting to be deleted.
-pub struct LargeValues {
+pub(super) struct LargeValues {
     dir: PathBuf,
     /// Files whose pointers were replaced or removed, not yet deleted.
     superseded: Mutex<Vec<u64>>,
@@ -94,7 +94,7 @@ fn io_error(what: &str, path: &Path, error: std::io::Error) -> StoreError {
 impl LargeValues {
     /// Opens (or creates) `dir` and deletes every file in it that is not
     /// in `referenced` (the numbers of the pointers in the tree).
-    pub fn open(dir: PathBuf, referenced: &HashSet<u64>) -> Result<LargeValues, StoreError> {
+    pub(super) fn open(dir: PathBuf, referenced: &HashSet<u64>) -> Result<LargeValues, StoreError> {
         fs::create_dir_all(&dir).map_err(|e| io_error("cannot create", &dir, e))?;
         let entries = fs::read_dir(&dir).map_err(|e| io_error("cannot list", &dir, e))?;
         let mut orphans = 0usize;
@@ -125,7 +125,7 @@ impl LargeValues {
 
     /// Writes `value` to file number `file` and syncs it; the caller syncs
     /// the directory ([`LargeValues::sync_dir`]) before the pointer goes in.
-    pub fn write(&self, file: u64, value: &[u8]) -> Result<Pointer, StoreError> {
+    pub(super) fn write(&self, file: u64, value: &[u8]) -> Result<Pointer, StoreError> {
         let path = self.path(file);
         let mut out = File::create(&path).map_err(|e| io_error("cannot create", &path, e))?;
         out.write_all(value)
@@ -139,14 +139,14 @@ impl LargeValues {
 
     /// Syncs the directory, so the files written so far have their entries
     /// on disk.
-    pub fn sync_dir(&self) -> Result<(), StoreError> {
+    pub(super) fn sync_dir(&self) -> Result<(), StoreError> {
         File::open(&self.dir)
             .and_then(|dir| dir.sync_all())
             .map_err(|e| io_error("cannot sync", &self.dir, e))
     }
 
     /// The value a pointer names.
-    pub fn read(&self, pointer: Pointer) -> Result<Vec<u8>, StoreError> {
+    pub(super) fn read(&self, pointer: Pointer) -> Result<Vec<u8>, StoreError> {
         let path = self.path(pointer.file);
         let value = fs::read(&path).map_err(|e| io_error("cannot read", &path, e))?;
         if value.len() as u64 != pointer.len {
@@ -161,7 +161,11 @@ impl LargeValues {
     }
 
     /// The first `head_len` bytes of the value a pointer names.
-    pub fn read_head(&self, pointer: Pointer, head_len: usize) -> Result<Vec<u8>, StoreError> {
+    pub(super) fn read_head(
+        &self,
+        pointer: Pointer,
+        head_len: usize,
+    ) -> Result<Vec<u8>, StoreError> {
         let path = self.path(pointer.file);
         let file = File::open(&path).map_err(|e| io_error("cannot read", &path, e))?;
         let mut head = Vec::with_capacity(head_len.min(pointer.len as usize));
@@ -173,7 +177,7 @@ impl LargeValues {
 
     /// Notes that the pointer `stored` (if it is one) was replaced or
     /// removed: its file goes at the next collection.
-    pub fn superseded(&self, stored: Option<&[u8]>) {
+    pub(super) fn superseded(&self, stored: Option<&[u8]>) {
         let Some(pointer) = stored.and_then(Pointer::decode) else {
             return;
         };
@@ -184,7 +188,7 @@ impl LargeValues {
 
     /// The files superseded so far; the caller deletes them with
     /// [`LargeValues::delete`] once the tree's flush that follows is done.
-    pub fn take_superseded(&self) -> Vec<u64> {
+    pub(super) fn take_superseded(&self) -> Vec<u64> {
         self.superseded
             .lock()
             .map(|mut s| std::mem::take(&mut *s))
@@ -192,7 +196,7 @@ impl LargeValues {
     }
 
     /// Deletes files whose pointers are durably gone.
-    pub fn delete(&self, files: &[u64]) {
+    pub(super) fn delete(&self, files: &[u64]) {
         for file in files {
             let path = self.path(*file);
             if let Err(error) = fs::remove_file(&path)

@@ -139,7 +139,7 @@ fn is_lock_held(error: &std::io::Error) -> bool {
 }
 
 /// How long [`SledStore::open`] waits for the database's lock.
-pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+pub(super) const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Store for SledStore {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {

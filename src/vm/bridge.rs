@@ -12,7 +12,8 @@ use std::cell::RefCell;
 
 use rustpython_vm::{PyObjectRef, PyResult, VirtualMachine, builtins::PyTypeRef, pymodule};
 
-use crate::vm::host::{Clock, Entropy, Host, WriteRefused};
+use crate::vm::clock::{Clock, Entropy};
+use crate::vm::host::{Host, WriteRefused};
 
 thread_local! {
     static HOST: RefCell<Option<Host>> = const { RefCell::new(None) };
@@ -106,6 +107,7 @@ fn compile_panic_error(
 /// need would not fit a child's memory limit.
 const LARGE_SOURCE: usize = 192 << 10;
 
+/// The native module `_baton`, as the runtime imports it.
 #[pymodule]
 pub mod _baton {
     use super::*;
@@ -135,9 +137,11 @@ pub mod _baton {
     fn write(fd: i32, text: PyStrRef, vm: &VirtualMachine) -> PyResult<()> {
         let text = text.as_wtf8().to_string_lossy().into_owned();
         match with_host(|host| host.write(fd, &text)) {
-            Some(Err(WriteRefused::OverCap(error))) => {
-                Err(control_exception(vm, |t| t.output_limit.clone(), error))
-            }
+            Some(Err(WriteRefused::OverCap(failure))) => Err(control_exception(
+                vm,
+                |t| t.output_limit.clone(),
+                &failure.to_string(),
+            )),
             Some(Ok(())) => Ok(()),
             // The rehearsal's output goes nowhere.
             None => Ok(()),
@@ -309,7 +313,7 @@ pub mod _baton {
                 return Err(control_exception(
                     vm,
                     |t| t.nondeterminism.clone(),
-                    &divergence,
+                    &divergence.to_string(),
                 ));
             }
             // The rehearsal (no execution yet): every tool answers null.

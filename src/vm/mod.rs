@@ -18,19 +18,25 @@
 //!   also on a panic of the interpreter (see [`panics`]).
 
 pub mod bridge;
+pub mod clock;
+pub mod exit;
 pub mod fidelity;
 pub mod host;
 pub mod oom;
 pub mod panics;
 mod refused;
+mod replay;
 pub mod to_json;
+pub mod watchdog;
 
 use std::io::{self, Read};
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
 use std::os::unix::net::UnixStream;
 
-use rustpython_vm::{Interpreter, InterpreterBuilder, VirtualMachine, scope::Scope};
+use rustpython_vm::{Interpreter, InterpreterBuilder, PyObjectRef, VirtualMachine, scope::Scope};
 
+use crate::failure::Failure;
+use crate::program::{HASH_SEED, Program, ProgramLimits};
 use crate::sandbox::isolation::{self, Confinement};
 use crate::sandbox::limits::ChildRlimits;
 
@@ -82,9 +88,6 @@ const WARM_MODULES: &[&str] = &[
     "urllib.parse",
     "inspect",
 ];
-
-/// The hash seed of every interpreter (so `hash(str)` replays exactly).
-pub const HASH_SEED: u32 = 0;
 
 /// Builds the interpreter: frozen stdlib, native stdlib modules, `_baton`,
 /// and a user-signal channel for the run-time watchdog.
@@ -185,8 +188,9 @@ fn rehearsal_program() -> Option<String> {
         description: None,
         parameters: Some(r#"{"type": "object", "properties": {"x": {}}}"#.into()),
     };
-    let limits = crate::engine::ExecLimits::default();
-    crate::engine::program::program_json(REHEARSAL, &[tool], &limits).ok()
+    Program::build(REHEARSAL, &[tool], ProgramLimits::default(), &[])
+        .ok()
+        .map(|program| program.to_json())
 }
 
 /// Runs [`REHEARSAL`] without a host. In the zygote it performs the lazy
@@ -243,7 +247,7 @@ pub fn zygote_main(rlimits: ChildRlimits) -> ! {
             interpreter.enter(|vm| {
                 if let Err(error) = warm_up(vm) {
                     eprintln!("baton zygote: warm-up failed:\n{error}");
-                    host::exit_now();
+                    exit::exit_now();
                 }
                 serve_forks(vm, &confinement)
             })
@@ -269,11 +273,11 @@ fn serve_forks(vm: &VirtualMachine, confinement: &Confinement) -> ! {
     loop {
         if control.read_exact(&mut command).is_err() {
             // The server is gone: so are we (children die with us).
-            host::exit_now();
+            exit::exit_now();
         }
         if let Err(error) = fork_child(vm, &control, confinement) {
             eprintln!("baton zygote: fork failed: {error}");
-            host::exit_now();
+            exit::exit_now();
         }
     }
 }
@@ -292,8 +296,13 @@ fn fork_child(
             let control_fd = control.as_raw_fd();
             child_main(vm, child_end, control_fd, confinement)
         }
-        isolation::Cloned::Parent(pid) => {
-            let sent = crate::sandbox::fdpass::send_fd(control, server_end.as_raw_fd(), pid);
+        isolation::Cloned::Parent(pid, pidfd) => {
+            let sent = crate::sandbox::fdpass::send_child(
+                control,
+                server_end.as_raw_fd(),
+                pidfd.as_ref().map(AsRawFd::as_raw_fd),
+                pid,
+            );
             drop(server_end);
             drop(child_end);
             sent
@@ -316,7 +325,7 @@ fn child_main(
     }
     let stream_fd = stream.into_raw_fd();
     if confinement.apply(stream_fd).is_err() {
-        host::exit_now();
+        exit::exit_now();
     }
     // SAFETY: we own stream_fd (just taken from the stream).
     let stream = unsafe { UnixStream::from_raw_fd(stream_fd) };
@@ -324,7 +333,7 @@ fn child_main(
     rehearse(vm);
     // Everything that does not depend on the job is ready before it comes.
     let Ok(mut writer) = stream.try_clone() else {
-        host::exit_now()
+        exit::exit_now()
     };
     if crate::sandbox::protocol::write_frame(
         &mut writer,
@@ -332,28 +341,28 @@ fn child_main(
     )
     .is_err()
     {
-        host::exit_now();
+        exit::exit_now();
     }
     let identity = crate::sandbox::seccomp::ChildIdentity {
         pid: std::process::id() as i32,
         socket_fds: [stream.as_raw_fd(), writer.as_raw_fd()],
     };
-    let shared = host::Shared::new(writer);
-    host::spawn_watchdog(shared.clone(), interrupt_with_time_limit);
+    let shared = watchdog::Shared::new(writer);
+    watchdog::spawn_watchdog(shared.clone(), interrupt_with_time_limit);
     // From here on: no files, no sockets, no processes or threads.
     if crate::sandbox::seccomp::lock_down(identity).is_err() {
-        host::exit_now();
+        exit::exit_now();
     }
     let (mut host, program_json) = match host::Host::from_socket(stream, shared) {
         Ok(started) => started,
-        Err(_) => host::exit_now(),
+        Err(_) => exit::exit_now(),
     };
     host.begin();
     bridge::install_host(host);
     let error = run_program(vm, &program_json);
     match bridge::with_host(|host| host.finish(error)) {
         Some(never) => never,
-        None => host::exit_now(),
+        None => exit::exit_now(),
     }
 }
 
@@ -364,30 +373,50 @@ fn interrupt_with_time_limit() {
             Err(bridge::control_exception(
                 vm,
                 |t| t.time_limit.clone(),
-                "Time limit exceeded",
+                &Failure::TimeLimit.to_string(),
             ))
         }));
     }
 }
 
-/// Calls `baton_runtime.run(program_json)`; returns the one-line error, if any.
-fn run_program(vm: &VirtualMachine, program_json: &str) -> Option<String> {
+/// Calls `baton_runtime.run(program_json)`; returns how the program
+/// failed, if it did.
+///
+/// The runtime answers `None`, or `(kind, line)`: `"memory"` for a
+/// `MemoryError`, else the exception's line (the host knows the failures it
+/// raised itself, time limit, output cap and replay divergence, and reports
+/// those in place of this one).
+fn run_program(vm: &VirtualMachine, program_json: &str) -> Option<Failure> {
     let outcome = vm.import("baton_runtime", 0).and_then(|runtime| {
         let run = runtime.get_attr("run", vm)?;
         run.call((vm.ctx.new_str(program_json),), vm)
     });
     match outcome {
         Ok(value) if vm.is_none(&value) => None,
-        Ok(value) => Some(
-            value
-                .str(vm)
-                .map(|s| s.as_wtf8().to_string_lossy().into_owned())
-                .unwrap_or_else(|_| "error".into()),
-        ),
+        Ok(value) => Some(runtime_failure(vm, &value)),
         Err(exc) => {
             let text = format_exception(vm, exc);
             let _ = bridge::with_host(|host| host.write(2, &text));
-            Some(text.lines().last().unwrap_or("internal error").to_owned())
+            Some(Failure::Exception(
+                text.lines().last().unwrap_or("internal error").to_owned(),
+            ))
         }
+    }
+}
+
+/// The failure the runtime's `(kind, line)` answer names.
+fn runtime_failure(vm: &VirtualMachine, value: &PyObjectRef) -> Failure {
+    let text = |item: Option<&PyObjectRef>| {
+        item.and_then(|item| item.str(vm).ok())
+            .map(|s| s.as_wtf8().to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let items = value
+        .downcast_ref::<rustpython_vm::builtins::PyTuple>()
+        .map(|tuple| tuple.as_slice().to_vec())
+        .unwrap_or_default();
+    match text(items.first()).as_str() {
+        "memory" => Failure::OutOfMemory,
+        _ => Failure::Exception(text(items.get(1))),
     }
 }

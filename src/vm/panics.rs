@@ -21,7 +21,7 @@
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
 
-use crate::vm::host;
+use crate::vm::exit;
 
 /// The exit status of a sandbox process that panicked (as Rust's own).
 const PANIC_EXIT: i32 = 101;
@@ -47,7 +47,7 @@ pub fn install_hook() {
             .take(MESSAGE_CHARS)
             .collect();
         eprintln!("baton sandbox: interpreter panic, process ends: {message}");
-        host::exit_with(PANIC_EXIT)
+        exit::exit_with(PANIC_EXIT)
     }));
 }
 

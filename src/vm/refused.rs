@@ -23,13 +23,13 @@ macro_rules! refused {
 
         /// The empty modules, to register after the interpreter's own (a
         /// later definition of a name replaces the earlier one).
-        pub fn module_defs(ctx: &Context) -> Vec<&'static PyModuleDef> {
+        pub(super) fn module_defs(ctx: &Context) -> Vec<&'static PyModuleDef> {
             vec![$($module::module_def(ctx)),*]
         }
 
         /// The names of the refused modules.
         #[cfg(test)]
-        pub const NAMES: &[&str] = &[$($name),*];
+        pub(super) const NAMES: &[&str] = &[$($name),*];
     };
 }
 

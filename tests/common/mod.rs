@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-pub mod server;
+pub(crate) mod server;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -16,23 +16,23 @@ use baton::tools::{ToolDef, WireTool};
 use serde_json::Value;
 
 /// The repository root.
-pub fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The fixed clock the oracle uses too.
-pub const WALL0: f64 = 1_767_225_600.0;
+pub(crate) const WALL0: f64 = 1_767_225_600.0;
 /// Seconds between rounds on the fixed clock.
-pub const STEP: f64 = 2.5;
+pub(crate) const STEP: f64 = 2.5;
 
 /// An engine whose children come from the built binary, on the fixed clock.
-pub fn engine() -> Arc<Engine> {
+pub(crate) fn engine() -> Arc<Engine> {
     engine_with(|_| {})
 }
 
 /// A runtime for tests that drive the engine from synchronous code (a
 /// proptest body), and an engine made inside it.
-pub fn runtime_with_engine() -> (tokio::runtime::Runtime, Arc<Engine>) {
+pub(crate) fn runtime_with_engine() -> (tokio::runtime::Runtime, Arc<Engine>) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -42,7 +42,7 @@ pub fn runtime_with_engine() -> (tokio::runtime::Runtime, Arc<Engine>) {
 }
 
 /// An engine with adjusted configuration.
-pub fn engine_with(adjust: impl FnOnce(&mut EngineConfig)) -> Arc<Engine> {
+pub(crate) fn engine_with(adjust: impl FnOnce(&mut EngineConfig)) -> Arc<Engine> {
     let mut config = EngineConfig::new(PathBuf::from(env!("CARGO_BIN_EXE_baton")));
     config.pool_size = 2;
     config.clock = ClockSource::Fixed {
@@ -54,20 +54,20 @@ pub fn engine_with(adjust: impl FnOnce(&mut EngineConfig)) -> Arc<Engine> {
 }
 
 /// Tools from request-style JSON.
-pub fn tools(json: &str) -> Vec<ToolDef> {
+pub(crate) fn tools(json: &str) -> Vec<ToolDef> {
     let wire: Vec<WireTool> = serde_json::from_str(json).unwrap_or_else(|e| panic!("tools: {e}"));
     wire.into_iter().map(Into::into).collect()
 }
 
 /// The corpus tool set.
-pub fn corpus_tools() -> Vec<ToolDef> {
+pub(crate) fn corpus_tools() -> Vec<ToolDef> {
     let text = std::fs::read_to_string(root().join("tests/oracle/tools.json"))
         .unwrap_or_else(|e| panic!("tools.json: {e}"));
     tools(&text)
 }
 
 /// A spec with a fixed seed.
-pub fn spec(source: &str, tools: Vec<ToolDef>, timeout_ms: u64) -> ExecutionSpec {
+pub(crate) fn spec(source: &str, tools: Vec<ToolDef>, timeout_ms: u64) -> ExecutionSpec {
     ExecutionSpec {
         source: source.to_owned(),
         tools,
@@ -80,13 +80,13 @@ pub fn spec(source: &str, tools: Vec<ToolDef>, timeout_ms: u64) -> ExecutionSpec
 }
 
 /// A value result.
-pub fn value(json: Value) -> CallResult {
+pub(crate) fn value(json: Value) -> CallResult {
     CallResult::Value(json.to_string())
 }
 
 /// Runs to the end answering every call with `answer(tool, input)`;
 /// `cold(round)` says whether to evict the child before resuming that round.
-pub async fn run_to_end(
+pub(crate) async fn run_to_end(
     engine: &Engine,
     record: &mut ExecutionRecord,
     mut answer: impl FnMut(usize, &str, &Value) -> CallResult,
@@ -127,7 +127,7 @@ pub async fn run_to_end(
 }
 
 /// What the oracle printed.
-pub struct OracleRun {
+pub(crate) struct OracleRun {
     pub stdout: String,
     pub stderr: String,
     pub error: Option<String>,
@@ -136,7 +136,7 @@ pub struct OracleRun {
 
 impl OracleRun {
     /// The calls of every round: tool name and input.
-    pub fn calls(&self) -> Vec<Vec<(String, Value)>> {
+    pub(crate) fn calls(&self) -> Vec<Vec<(String, Value)>> {
         self.rounds
             .iter()
             .map(|round| {
@@ -151,16 +151,16 @@ impl OracleRun {
 
 /// How a run that ended at `step` ended: `None` when completed, else its
 /// error line.
-pub fn final_error(step: Step) -> Option<String> {
+pub(crate) fn final_error(step: Step) -> Option<String> {
     match step {
         Step::Completed => None,
-        Step::Failed(error) => Some(error),
+        Step::Failed(error) => Some(error.to_string()),
         Step::Paused(_) => Some("still paused".into()),
     }
 }
 
 /// One call the oracle answered.
-pub struct OracleCall {
+pub(crate) struct OracleCall {
     pub tool: String,
     pub input: Value,
     pub result: CallResult,
@@ -168,7 +168,7 @@ pub struct OracleCall {
 
 /// How the CPython oracle runs a program (see `tests/oracle/harness.py`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OracleMode {
+pub(crate) enum OracleMode {
     /// The source as written, CPython's own asyncio, tools as coroutine
     /// functions: what CPython does with the program.
     Native,
@@ -180,7 +180,7 @@ pub enum OracleMode {
 impl OracleMode {
     /// The mode a corpus program asks for: `Runtime` when a line of it is
     /// `# oracle: runtime`.
-    pub fn of_source(source: &str) -> OracleMode {
+    pub(crate) fn of_source(source: &str) -> OracleMode {
         if source
             .lines()
             .any(|line| line.starts_with("# oracle: runtime"))
@@ -201,13 +201,13 @@ impl OracleMode {
 
 /// Runs a program under CPython with the same seed and clock, tools
 /// answered by `tests/oracle/answers.py`.
-pub fn oracle(program_json: &str, seed: [u8; 32], mode: OracleMode) -> OracleRun {
+pub(crate) fn oracle(program_json: &str, seed: [u8; 32], mode: OracleMode) -> OracleRun {
     oracle_answering(program_json, seed, None, mode)
 }
 
 /// Runs a program under CPython; with `table`, the n-th call gets entry n
 /// modulo its length (`{"ok", "value", "message"}`, see the harness).
-pub fn oracle_answering(
+pub(crate) fn oracle_answering(
     program_json: &str,
     seed: [u8; 32],
     table: Option<&Value>,

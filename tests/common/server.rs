@@ -11,14 +11,15 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 /// The API key every test server accepts.
-pub const KEY: &str = "test-key-1";
+pub(crate) const KEY: &str = "test-key-1";
 /// A second accepted key (another tenant).
-pub const OTHER_KEY: &str = "test-key-2";
+pub(crate) const OTHER_KEY: &str = "test-key-2";
 /// The signing key of test servers (`id:hex`).
-pub const SIGNING: &str = "t1:000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+pub(crate) const SIGNING: &str =
+    "t1:000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 
 /// A running server.
-pub struct Server {
+pub(crate) struct Server {
     child: Option<Child>,
     /// Base URL, e.g. `http://127.0.0.1:41234`.
     pub base: String,
@@ -29,7 +30,7 @@ pub struct Server {
 
 impl Server {
     /// Starts a server on a fresh data directory.
-    pub fn start(data_dir: &Path, extra: &[&str]) -> Server {
+    pub(crate) fn start(data_dir: &Path, extra: &[&str]) -> Server {
         let extra: Vec<String> = extra.iter().map(|s| (*s).to_owned()).collect();
         let (child, base) = spawn(data_dir, &extra);
         Server {
@@ -41,12 +42,12 @@ impl Server {
     }
 
     /// The server's process id, while it runs.
-    pub fn pid(&self) -> Option<u32> {
+    pub(crate) fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
     }
 
     /// The pid of the server's zygote (its child that runs `zygote`).
-    pub fn zygote_pid(&self) -> Option<i32> {
+    pub(crate) fn zygote_pid(&self) -> Option<i32> {
         let server_pid = self.pid()?;
         std::fs::read_dir("/proc").ok()?.find_map(|entry| {
             let pid: i32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
@@ -65,7 +66,7 @@ impl Server {
     }
 
     /// SIGKILLs the server (and so its zygote and children).
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -73,13 +74,13 @@ impl Server {
     }
 
     /// Starts again on the same data directory with other extra flags.
-    pub fn restart_with(&mut self, extra: &[&str]) {
+    pub(crate) fn restart_with(&mut self, extra: &[&str]) {
         self.extra = extra.iter().map(|s| (*s).to_owned()).collect();
         self.restart();
     }
 
     /// Starts again on the same data directory and flags.
-    pub fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         self.kill();
         let (child, base) = spawn(&self.data_dir, &self.extra);
         self.child = Some(child);
@@ -87,7 +88,7 @@ impl Server {
     }
 
     /// Sends SIGTERM and waits for a clean exit; returns whether it was clean.
-    pub fn terminate(&mut self) -> bool {
+    pub(crate) fn terminate(&mut self) -> bool {
         let Some(mut child) = self.child.take() else {
             return false;
         };
@@ -99,17 +100,22 @@ impl Server {
     }
 
     /// POST a JSON body with the test key.
-    pub fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+    pub(crate) fn post(&self, path: &str, body: &Value) -> (u16, Value) {
         self.post_as(path, body, Some(("x-api-key", KEY)))
     }
 
     /// POST with an explicit auth header (or none).
-    pub fn post_as(&self, path: &str, body: &Value, auth: Option<(&str, &str)>) -> (u16, Value) {
+    pub(crate) fn post_as(
+        &self,
+        path: &str,
+        body: &Value,
+        auth: Option<(&str, &str)>,
+    ) -> (u16, Value) {
         self.post_raw(path, &body.to_string(), auth, &[])
     }
 
     /// POST raw text with extra headers.
-    pub fn post_raw(
+    pub(crate) fn post_raw(
         &self,
         path: &str,
         body: &str,
@@ -130,7 +136,7 @@ impl Server {
 
     /// POST JSON as `key`; also returns the value of the response header
     /// `header`.
-    pub fn post_reading_header(
+    pub(crate) fn post_reading_header(
         &self,
         path: &str,
         body: &Value,
@@ -155,7 +161,7 @@ impl Server {
 
     /// POST a multipart form as `key`: `(field, file name, content)`; a part
     /// without a file name is a plain text field.
-    pub fn post_multipart(
+    pub(crate) fn post_multipart(
         &self,
         path: &str,
         parts: &[(&str, Option<&str>, &str)],
@@ -185,7 +191,7 @@ impl Server {
     }
 
     /// GET the raw body of a response, with its status.
-    pub fn get_bytes(&self, path: &str, key: &str) -> (u16, Vec<u8>) {
+    pub(crate) fn get_bytes(&self, path: &str, key: &str) -> (u16, Vec<u8>) {
         match agent()
             .get(&format!("{}{}", self.base, path))
             .set("x-api-key", key)
@@ -202,7 +208,7 @@ impl Server {
     }
 
     /// GET with the test key.
-    pub fn get(&self, path: &str, key: Option<&str>) -> (u16, Value) {
+    pub(crate) fn get(&self, path: &str, key: Option<&str>) -> (u16, Value) {
         let mut request = agent().get(&format!("{}{}", self.base, path));
         if let Some(key) = key {
             request = request.set("x-api-key", key);
@@ -211,7 +217,7 @@ impl Server {
     }
 
     /// GET raw text.
-    pub fn get_text(&self, path: &str) -> String {
+    pub(crate) fn get_text(&self, path: &str) -> String {
         agent()
             .get(&format!("{}{}", self.base, path))
             .call()
@@ -310,7 +316,7 @@ fn wait_until_ready(base: &str) {
 }
 
 /// Tools of the HTTP tests, with names that need normalising.
-pub fn weather_tools() -> Value {
+pub(crate) fn weather_tools() -> Value {
     json!([
         {"name": "get-weather", "description": "Current weather",
          "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}}},
@@ -320,7 +326,7 @@ pub fn weather_tools() -> Value {
 }
 
 /// The tool answers of the HTTP tests.
-pub fn answer(call: &Value) -> Value {
+pub(crate) fn answer(call: &Value) -> Value {
     let name = call["name"].as_str().unwrap_or_default();
     let input = &call["input"];
     match name {
@@ -336,7 +342,7 @@ pub fn answer(call: &Value) -> Value {
 }
 
 /// One result per call of a paused reply, from [`answer`].
-pub fn answers(reply: &Value) -> Vec<Value> {
+pub(crate) fn answers(reply: &Value) -> Vec<Value> {
     reply["tool_calls"]
         .as_array()
         .map(|calls| calls.iter().map(answer).collect())
@@ -344,7 +350,7 @@ pub fn answers(reply: &Value) -> Vec<Value> {
 }
 
 /// Continues a paused reply with `results`.
-pub fn continue_(server: &Server, reply: &Value, results: Vec<Value>) -> (u16, Value) {
+pub(crate) fn continue_(server: &Server, reply: &Value, results: Vec<Value>) -> (u16, Value) {
     server.post(
         "/exec/programmatic",
         &json!({"continuation_token": reply["continuation_token"], "tool_results": results}),
@@ -353,7 +359,7 @@ pub fn continue_(server: &Server, reply: &Value, results: Vec<Value>) -> (u16, V
 
 /// Loops while `reply` is paused, replacing it by `continue_round(reply)`
 /// (which must answer 200). Returns the final reply and the number of rounds.
-pub fn continue_until_done(
+pub(crate) fn continue_until_done(
     mut reply: Value,
     mut continue_round: impl FnMut(&Value) -> (u16, Value),
 ) -> (Value, usize) {
@@ -369,7 +375,7 @@ pub fn continue_until_done(
 
 /// Starts `code` and loops until the end, answering with [`answer`].
 /// Returns the final response and the number of rounds.
-pub fn run_program(server: &Server, code: &str) -> (Value, usize) {
+pub(crate) fn run_program(server: &Server, code: &str) -> (Value, usize) {
     let (status, reply) = server.post(
         "/exec/programmatic",
         &json!({"code": code, "tools": weather_tools()}),

@@ -21,7 +21,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 /// The tools every program may call.
-pub const TOOLS: &str = r#"[
+pub(crate) const TOOLS: &str = r#"[
   {"name": "fetch", "parameters": {"type": "object",
     "properties": {"key": {"type": "string"}, "n": {"type": "integer"}}}},
   {"name": "compute-score", "parameters": {"type": "object", "properties": {"x": {}, "y": {}}}},
@@ -65,7 +65,7 @@ def make(k):
 
 /// A tool argument.
 #[derive(Clone, Debug)]
-pub enum Arg {
+pub(crate) enum Arg {
     Int(i64),
     Text(String),
     /// The last result, or `None`.
@@ -76,7 +76,7 @@ pub enum Arg {
 
 /// How a call is written.
 #[derive(Clone, Copy, Debug)]
-pub enum Style {
+pub(crate) enum Style {
     Awaited,
     Plain,
     Namespaced,
@@ -85,7 +85,7 @@ pub enum Style {
 
 /// One tool call.
 #[derive(Clone, Debug)]
-pub struct Call {
+pub(crate) struct Call {
     pub tool: usize,
     pub style: Style,
     pub arg: Arg,
@@ -93,7 +93,7 @@ pub struct Call {
 
 /// A statement.
 #[derive(Clone, Debug)]
-pub enum Stmt {
+pub(crate) enum Stmt {
     Call(Call),
     Gather(Vec<(usize, Arg)>),
     GatherComprehension(usize, u8),
@@ -124,14 +124,14 @@ pub enum Stmt {
 
 /// A tool's answer: a value, or an error with its message.
 #[derive(Clone, Debug)]
-pub enum Answer {
+pub(crate) enum Answer {
     Value(Value),
     Error(String),
 }
 
 /// A generated case: the program and the answers, given in call order.
 #[derive(Clone, Debug)]
-pub struct Case {
+pub(crate) struct Case {
     pub body: Vec<Stmt>,
     pub answers: Vec<Answer>,
 }
@@ -147,19 +147,19 @@ fn has_plain_call(body: &[Stmt]) -> bool {
 
 impl Case {
     /// Whether CPython can run the program: every call awaited.
-    pub fn is_valid_cpython(&self) -> bool {
+    pub(crate) fn is_valid_cpython(&self) -> bool {
         !has_plain_call(&self.body)
     }
 
     /// The program's source.
-    pub fn source(&self) -> String {
+    pub(crate) fn source(&self) -> String {
         let mut out = String::from(PRELUDE);
         render_block(&mut out, &self.body, 0, 0);
         out
     }
 
     /// The answers as the oracle harness's table.
-    pub fn table(&self) -> Value {
+    pub(crate) fn table(&self) -> Value {
         Value::Array(
             self.answers
                 .iter()
@@ -500,7 +500,7 @@ fn answer() -> impl Strategy<Value = Answer> {
 }
 
 /// Programs of one to eight statements and one to six answers.
-pub fn case() -> impl Strategy<Value = Case> {
+pub(crate) fn case() -> impl Strategy<Value = Case> {
     (
         prop::collection::vec(stmt(), 1..8),
         prop::collection::vec(answer(), 1..6),

@@ -198,7 +198,7 @@ class NativeCalls:
         self.fake, self.runtime = fake, runtime
         self.pending = []
         self.made = []
-        self.max_input = program.get("max_input_bytes", 1 << 20)
+        self.max_input = program["limits"]["max_input_bytes"]
 
     def flush(self):
         batch, self.pending[:] = list(self.pending), []
@@ -273,10 +273,12 @@ def run_native(runtime, fake, program):
     sys.stdout = runtime._Stream(1, "<stdout>")
     sys.stderr = runtime._Stream(2, "<stderr>")
     runtime._reseed()
-    sys.argv = ["main.py"] + list(program.get("argv", ()))
+    sys.argv = ["main.py"] + program["argv"]
     source = program["original"]
     runtime.linecache.cache[runtime.FILENAME] = (len(source), None, source.splitlines(True), runtime.FILENAME)
-    runtime._WS.reset(fake.workspace(), program["workspace_bytes"], program["workspace_files"])
+    limits = program["limits"]
+    runtime._recursion_cap = limits["recursion_cap"]
+    runtime._WS.reset(fake.workspace(), limits["workspace_bytes"], limits["workspace_files"])
     g = {"__name__": "__main__", "__builtins__": __builtins__, "__doc__": None}
     g.update(runtime.PRE_IMPORTED)
     funcs = {t["python"]: calls.function(t) for t in program["tools"]}
@@ -298,10 +300,19 @@ def run_native(runtime, fake, program):
     except BaseException as e:
         calls.never_awaited()
         runtime._report(e)
-        return runtime._error_line(e)
+        return failure_text(runtime._failure(e))
     calls.never_awaited()
     runtime._WS.finish()
     return None
+
+
+def failure_text(failure):
+    """The error line of the runtime's `(kind, line)` failure (None when it
+    completed); a kind without a line (memory) stands for itself."""
+    if failure is None:
+        return None
+    kind, line = failure
+    return line or kind
 
 
 def main():
@@ -330,7 +341,7 @@ def main():
     if request.get("mode", "native") == "native":
         error = run_native(runtime, fake, request["program"])
     else:
-        error = runtime.run(json.dumps(request["program"]))
+        error = failure_text(runtime.run(json.dumps(request["program"])))
     sys.stdout = real_stdout
     json.dump({
         "stdout": "".join(fake.out),

@@ -1,0 +1,70 @@
+//! Checks of what a child reports. The runtime never reports a call to an
+//! unknown tool, a file over the limits or a frame that does not parse; a
+//! program that talks to the native bridge itself might, and such a report
+//! fails the execution instead of reaching the client or the store.
+
+use crate::journal::{ExecutionRecord, FrameSummary, WorkspaceFile};
+use crate::sandbox::protocol::PendingCall;
+
+use super::ExecLimits;
+
+/// Checks a batch a child reports: every call names a tool of the request
+/// and carries a JSON object. The runtime guarantees both; a program that
+/// calls the native bridge itself does not.
+pub(super) fn check_calls(record: &ExecutionRecord, calls: &[PendingCall]) -> Result<(), String> {
+    for call in calls {
+        if !record.tools.iter().any(|t| t.name == call.tool) {
+            return Err(format!("Invalid tool call: no tool named {:?}", call.tool));
+        }
+        let is_object =
+            serde_json::from_str::<serde_json::Value>(&call.input).is_ok_and(|v| v.is_object());
+        if !is_object {
+            return Err(format!(
+                "Invalid tool call to {:?}: the input is not a JSON object",
+                call.tool
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks what a child reports of its workspace at the end: the files it
+/// produced fit the limits and have valid names; the files it removed were
+/// files of the request.
+pub(super) fn check_workspace(
+    record: &ExecutionRecord,
+    limits: &ExecLimits,
+    files: &[WorkspaceFile],
+    removed: &[String],
+) -> Result<(), String> {
+    let total: u64 = files.iter().map(|f| f.bytes.len() as u64).sum();
+    if total > limits.workspace_bytes || files.len() as u64 > limits.workspace_files {
+        return Err("Workspace limit exceeded".into());
+    }
+    if let Some(bad) = files
+        .iter()
+        .find(|f| crate::workspace::check_name(&f.name).is_err())
+    {
+        return Err(format!("Invalid workspace file name {:?}", bad.name));
+    }
+    match removed
+        .iter()
+        .find(|name| !record.files.iter().any(|f| &f.name == *name))
+    {
+        Some(bad) => Err(format!(
+            "Invalid workspace report: {bad:?} was not a file of the request"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The paused frame a child describes (lenient: a frame that does not
+/// parse shows as empty; it is for inspection only).
+pub(super) fn parse_frame(frame_json: &str) -> FrameSummary {
+    let value: serde_json::Value = serde_json::from_str(frame_json).unwrap_or_default();
+    FrameSummary {
+        function: value["function"].as_str().unwrap_or_default().to_owned(),
+        line: value["line"].as_u64().unwrap_or(0) as u32,
+        locals: value["locals"].as_str().unwrap_or("{}").to_owned(),
+    }
+}

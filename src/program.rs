@@ -1,0 +1,164 @@
+//! The program a child runs: the one typed contract between the server and
+//! the Python runtime (`stdlib_shims/baton_runtime.py`, which
+//! `tests/oracle/harness.py` runs under CPython), sent as JSON in the start
+//! job. The rewrite of the user's source, its call sites, its tools and every
+//! limit the runtime applies.
+//!
+//! Invariants:
+//! - The same source, tools, limits and arguments always give the same
+//!   program, so a cold resume runs exactly what the first run ran.
+//! - Every limit the runtime applies is a field of [`ProgramLimits`], set by
+//!   the server from its configuration; the runtime reads each without a
+//!   default of its own (a missing field is a `KeyError`, not a guess).
+//! - Every interpreter (zygote and children) hashes with [`HASH_SEED`], so a
+//!   replay iterates sets and dicts of strings in the order the first run did.
+
+use serde::Serialize;
+
+use crate::config::defaults;
+use crate::rewrite::{self, CallMode, RewriteError};
+use crate::tools::ToolDef;
+
+/// The hash seed of every interpreter.
+pub const HASH_SEED: u32 = 0;
+
+/// The failure of a program that cannot run: the one-line error and the
+/// stderr text (a CPython-style report).
+pub type CannotRun = (String, String);
+
+/// The limits the runtime applies inside the child.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ProgramLimits {
+    /// Python recursion limit at the start.
+    pub recursion_limit: u32,
+    /// The highest recursion limit code may set.
+    pub recursion_cap: u32,
+    /// Largest JSON input of one tool call, bytes.
+    pub max_input_bytes: u64,
+    /// Bytes in `/mnt/data`.
+    pub workspace_bytes: u64,
+    /// Files in `/mnt/data`.
+    pub workspace_files: u64,
+}
+
+impl Default for ProgramLimits {
+    /// The configuration's defaults.
+    fn default() -> Self {
+        ProgramLimits {
+            recursion_limit: defaults::RECURSION_LIMIT,
+            recursion_cap: defaults::RECURSION_CAP,
+            max_input_bytes: defaults::MAX_TOOL_INPUT_BYTES,
+            workspace_bytes: defaults::WORKSPACE_BYTES,
+            workspace_files: defaults::WORKSPACE_FILES,
+        }
+    }
+}
+
+/// A tool as the runtime binds it.
+#[derive(Clone, Debug, Serialize)]
+pub struct ToolBinding {
+    /// The name the client declared (reported back in calls).
+    pub original: String,
+    /// The Python identifier code calls it by.
+    pub python: String,
+    /// Parameter names, in signature order (required first).
+    pub params: Vec<String>,
+    /// The parameters that may be left out.
+    pub optional: Vec<String>,
+}
+
+/// A call site of the rewritten source.
+#[derive(Clone, Debug, Serialize)]
+pub struct CallSite {
+    /// The site's id: its index in the marker's list.
+    pub id: usize,
+    /// Index of its tool in [`Program::tools`].
+    pub tool: usize,
+    /// How its value is used.
+    pub mode: CallMode,
+    /// The user's line.
+    pub line: usize,
+}
+
+/// What a child runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct Program {
+    /// The rewritten source (the user's when it does not parse: the child's
+    /// compiler then reports the error as the VM does).
+    pub source: String,
+    /// The user's source, for tracebacks.
+    pub original: String,
+    /// The global name the call sites are reached by.
+    pub marker: String,
+    /// The call sites.
+    pub sites: Vec<CallSite>,
+    /// The tools.
+    pub tools: Vec<ToolBinding>,
+    /// The limits the runtime applies.
+    pub limits: ProgramLimits,
+    /// `sys.argv[1:]`.
+    pub argv: Vec<String>,
+}
+
+impl Program {
+    /// Rewrites `source` for `tools`; `argv` becomes `sys.argv[1:]`.
+    pub fn build(
+        source: &str,
+        tools: &[ToolDef],
+        limits: ProgramLimits,
+        argv: &[String],
+    ) -> Result<Program, CannotRun> {
+        let bindings = rewrite::bind_tools(tools).map_err(|e| (e.to_string(), String::new()))?;
+        let rewritten = match rewrite::rewrite(source, &bindings) {
+            Ok(rewritten) => rewritten,
+            // The child compiles the user's own source and reports the error
+            // exactly as the VM does (CPython's messages and layout).
+            Err(RewriteError::Syntax { .. } | RewriteError::TooDeep { .. }) => rewrite::Rewritten {
+                source: source.to_owned(),
+                marker: "_B".to_owned(),
+                sites: Vec::new(),
+            },
+            Err(other) => return Err((other.to_string(), String::new())),
+        };
+        let tools = bindings
+            .iter()
+            .map(|b| ToolBinding {
+                original: b.original.clone(),
+                python: b.python.clone(),
+                params: b.params.clone(),
+                optional: b
+                    .params
+                    .iter()
+                    .zip(&b.required)
+                    .filter(|(_, required)| !**required)
+                    .map(|(name, _)| name.clone())
+                    .collect(),
+            })
+            .collect();
+        let sites = rewritten
+            .sites
+            .iter()
+            .map(|s| CallSite {
+                id: s.id,
+                tool: s.tool,
+                mode: s.mode,
+                line: s.line,
+            })
+            .collect();
+        Ok(Program {
+            source: rewritten.source,
+            original: source.to_owned(),
+            marker: rewritten.marker,
+            sites,
+            tools,
+            limits,
+            argv: argv.to_vec(),
+        })
+    }
+
+    /// The program as the runtime reads it.
+    pub fn to_json(&self) -> String {
+        // A struct of strings and numbers always serializes.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}

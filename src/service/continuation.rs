@@ -1,0 +1,270 @@
+//! Continuation: the client's results for a paused round, the claim of the
+//! round, and the answer to a retried continuation.
+//!
+//! Invariants:
+//! - A round is claimed by one compare-and-swap of its state from
+//!   `Paused(round)` to `Running(round)`, after the results were validated;
+//!   a bad request leaves it paused.
+//! - A retry (same token, same results: the digest stored with the claim)
+//!   gets the answer that continuation led to; other results, 409.
+
+use std::time::Duration;
+
+use crate::engine::ResumeKind;
+use crate::journal::{CallResult, PendingRound};
+use crate::state::{Answered, ExecState, Status, results_digest, state_key};
+use crate::token::TokenError;
+
+use super::error::ServiceError;
+use super::messages::{Reply, ToolResult};
+use super::{Service, TIMEOUT_RANGE_MS, now_secs};
+
+/// How often a retried continuation looks whether the original is done.
+const RETRY_POLL: Duration = Duration::from_millis(10);
+
+/// The digest of a continuation's results as the client sent them, and
+/// their size in bytes (what they will add to the record).
+fn digest_of(results: &[ToolResult]) -> ([u8; 32], u64) {
+    let mut size = 0u64;
+    let digest = results_digest(results.iter().map(|r| {
+        let result = r.result.to_string();
+        size += (result.len() + r.error_message.as_ref().map_or(0, String::len)) as u64;
+        (
+            r.call_id.as_str(),
+            r.is_error,
+            result,
+            r.error_message.as_deref(),
+        )
+    }));
+    (digest, size)
+}
+
+impl Service {
+    /// Continues a paused execution with the client's results; a retry of a
+    /// continuation already made gets that continuation's answer.
+    pub async fn continue_with(
+        &self,
+        owner: [u8; 8],
+        token: &str,
+        results: Vec<ToolResult>,
+        request_id: Option<&str>,
+    ) -> Result<Reply, ServiceError> {
+        let claims = self.keys.verify(token, now_secs()).map_err(|e| match e {
+            TokenError::Expired => ServiceError::Expired,
+            _ => ServiceError::InvalidToken,
+        })?;
+        if claims.key_identity != owner {
+            return Err(ServiceError::InvalidToken);
+        }
+        let id = claims.execution_id;
+        let (digest, incoming) = digest_of(&results);
+        let request_id = self.begin_request(owner, request_id)?;
+        let (state_bytes, state) = self.load_state(&id, owner)?;
+        self.link_request(owner, &request_id, id)?;
+        if let Err(refused) = check_claimable(&state, claims.round) {
+            return self
+                .answer_retry(&id, owner, claims.round, digest, refused)
+                .await;
+        }
+        self.admit(owner, incoming)?;
+        let mut record = self.load_record(&id)?;
+        if request_id.cancelled_early {
+            return self.cancel_now(record, state).await;
+        }
+        let pending = record.pending.as_ref().ok_or(ServiceError::AlreadyUsed)?;
+        let ordered = order_results(pending, results)?;
+        let running = ExecState {
+            status: Status::Running,
+            answered: Some(Answered {
+                round: claims.round,
+                digest,
+            }),
+            ..state.clone()
+        };
+        if let Err(refused) = self.claim(&id, &state_bytes, &running, claims.round) {
+            return self
+                .answer_retry(&id, owner, claims.round, digest, refused)
+                .await;
+        }
+        let started = std::time::Instant::now();
+        let resumed = self.engine.resume(&mut record, ordered).await;
+        let (step, kind) = match resumed {
+            Ok(done) => done,
+            Err(error) => {
+                self.release(&id, &running, &state);
+                return Err(ServiceError::Unavailable(error.to_string()));
+            }
+        };
+        metrics::histogram!("baton_resume_to_pause_seconds")
+            .record(started.elapsed().as_secs_f64());
+        if kind == ResumeKind::Cold {
+            metrics::counter!("baton_cold_resumes_total").increment(1);
+        }
+        self.settle(record, running, step).await
+    }
+
+    /// The answer to a continuation of `round` that cannot claim it: when
+    /// it repeats the continuation that claimed it (same results), the
+    /// answer that continuation led to (waiting for it while it runs);
+    /// otherwise `refused`.
+    async fn answer_retry(
+        &self,
+        id: &[u8; 16],
+        owner: [u8; 8],
+        round: u32,
+        digest: [u8; 32],
+        refused: ServiceError,
+    ) -> Result<Reply, ServiceError> {
+        let this = Some(Answered { round, digest });
+        let give_up = std::time::Instant::now()
+            + Duration::from_millis(*TIMEOUT_RANGE_MS.end())
+            + Duration::from_secs(10);
+        loop {
+            let (_, state) = self.load_state(id, owner)?;
+            if state.answered != this {
+                return Err(refused);
+            }
+            match state.status {
+                Status::Running if std::time::Instant::now() < give_up => {
+                    tokio::time::sleep(RETRY_POLL).await;
+                }
+                Status::Running => return Err(ServiceError::InProgress),
+                Status::Paused => {
+                    let record = self.load_record(id)?;
+                    let calls = record
+                        .pending
+                        .as_ref()
+                        .map(|p| p.calls.clone())
+                        .ok_or(ServiceError::AlreadyUsed)?;
+                    let token = self.keys.sign(*id, state.round, owner, state.expires_at);
+                    metrics::counter!("baton_retried_continuations_total").increment(1);
+                    return Ok(Reply::Paused {
+                        execution_id: record.id_hex(),
+                        session_id: record.session_id,
+                        token,
+                        calls,
+                    });
+                }
+                Status::Cancelled => return Err(ServiceError::Cancelled),
+                Status::Completed | Status::Failed => {
+                    let outcome = self.load_outcome(id)?.ok_or(refused)?;
+                    metrics::counter!("baton_retried_continuations_total").increment(1);
+                    return Ok(Reply::from_outcome(hex::encode(id), outcome));
+                }
+            }
+        }
+    }
+
+    fn claim(
+        &self,
+        id: &[u8; 16],
+        expected: &[u8],
+        running: &ExecState,
+        round: u32,
+    ) -> Result<(), ServiceError> {
+        let swapped = self
+            .store
+            .compare_and_swap(&state_key(id), Some(expected), Some(&running.encode()))
+            .map_err(ServiceError::store)?;
+        match swapped {
+            Ok(()) => Ok(()),
+            Err(conflict) => {
+                let current = conflict.current.as_deref().and_then(ExecState::decode);
+                match current {
+                    None => Err(ServiceError::NotFound),
+                    Some(state) => {
+                        check_claimable(&state, round).and(Err(ServiceError::InProgress))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Puts a claimed round back to paused after an internal failure.
+    /// A state that changed since the claim (a cancel came) is left as it
+    /// is; a store that fails is logged, and the round stays `Running`
+    /// until the next start of the server puts it back to paused.
+    fn release(&self, id: &[u8; 16], running: &ExecState, paused: &ExecState) {
+        let swapped = self.store.compare_and_swap(
+            &state_key(id),
+            Some(&running.encode()),
+            Some(&paused.encode()),
+        );
+        match swapped {
+            Ok(Ok(())) => {}
+            Ok(Err(_changed)) => {
+                tracing::info!(execution = %hex::encode(id), "round not released: its state changed");
+            }
+            Err(error) => {
+                tracing::error!(execution = %hex::encode(id), %error, "round not released: store failure");
+            }
+        }
+    }
+}
+
+/// Whether a token for `round` may continue an execution in `state`.
+fn check_claimable(state: &ExecState, round: u32) -> Result<(), ServiceError> {
+    match state.status {
+        Status::Cancelled => Err(ServiceError::Cancelled),
+        Status::Completed | Status::Failed => Err(ServiceError::AlreadyUsed),
+        _ if state.round != round => Err(ServiceError::AlreadyUsed),
+        Status::Running => Err(ServiceError::InProgress),
+        Status::Paused => Ok(()),
+    }
+}
+
+/// Puts the client's results in the order of the pending calls; names every
+/// missing, unknown or duplicate id.
+pub fn order_results(
+    pending: &PendingRound,
+    results: Vec<ToolResult>,
+) -> Result<Vec<CallResult>, ServiceError> {
+    let mut slots: Vec<Option<CallResult>> = vec![None; pending.calls.len()];
+    let (mut unknown, mut duplicate) = (Vec::new(), Vec::new());
+    for result in results {
+        match pending.calls.iter().position(|c| c.id == result.call_id) {
+            None => unknown.push(result.call_id),
+            Some(index) if slots[index].is_some() => duplicate.push(result.call_id),
+            Some(index) => slots[index] = Some(to_call_result(result)),
+        }
+    }
+    let missing: Vec<&str> = pending
+        .calls
+        .iter()
+        .zip(&slots)
+        .filter(|(_, slot)| slot.is_none())
+        .map(|(call, _)| call.id.as_str())
+        .collect();
+    let mut problems = Vec::new();
+    if !missing.is_empty() {
+        problems.push(format!(
+            "missing results for call ids: {}",
+            missing.join(", ")
+        ));
+    }
+    if !unknown.is_empty() {
+        problems.push(format!("unknown call ids: {}", unknown.join(", ")));
+    }
+    if !duplicate.is_empty() {
+        problems.push(format!(
+            "duplicate results for call ids: {}",
+            duplicate.join(", ")
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(ServiceError::Invalid(problems.join("; ")));
+    }
+    Ok(slots.into_iter().flatten().collect())
+}
+
+fn to_call_result(result: ToolResult) -> CallResult {
+    if result.is_error {
+        let message = result
+            .error_message
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| "tool call failed".into());
+        CallResult::Error(message)
+    } else {
+        CallResult::Value(result.result.to_string())
+    }
+}

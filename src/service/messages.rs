@@ -1,0 +1,146 @@
+//! What the service takes and gives: start and continuation requests,
+//! replies, cancel outcomes and inspections. Plain data; the API decodes
+//! requests into these and renders these as its views.
+
+use serde::Deserialize;
+
+use crate::journal::{CallRecord, ExecutionRecord};
+use crate::state::{EndedOutcome, ExecState, Status};
+use crate::tools::ToolDef;
+use crate::workspace::FileMeta;
+
+use crate::failure::Failure;
+
+/// A start request.
+#[derive(Debug)]
+pub struct StartRequest {
+    /// Python source.
+    pub code: String,
+    /// Tools.
+    pub tools: Vec<ToolDef>,
+    /// Session, generated when absent.
+    pub session_id: Option<String>,
+    /// Run-time budget, milliseconds.
+    pub timeout_ms: u64,
+    /// The client's request id header, for cancel.
+    pub request_id: Option<String>,
+    /// Session files to put under `/mnt/data`.
+    pub files: Vec<FileRef>,
+    /// Command-line arguments (`sys.argv[1:]`).
+    pub argv: Vec<String>,
+}
+
+/// A start request's reference to a session file.
+#[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
+pub struct FileRef {
+    /// The file id.
+    pub id: String,
+    /// The name to give it under `/mnt/data` (the stored name when absent).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Its session (the execution's when absent). LibreChat's client calls
+    /// it `storage_session_id`.
+    #[serde(default, alias = "storage_session_id")]
+    pub session_id: Option<String>,
+}
+
+/// One result of a continuation.
+#[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
+pub struct ToolResult {
+    /// The call it answers.
+    pub call_id: String,
+    /// The value.
+    #[serde(default)]
+    pub result: serde_json::Value,
+    /// Whether the tool failed.
+    #[serde(default)]
+    pub is_error: bool,
+    /// The failure's message.
+    #[serde(default)]
+    pub error_message: Option<String>,
+}
+
+/// What the client gets back.
+pub enum Reply {
+    /// Waiting on tool calls.
+    Paused {
+        /// Execution id (hex), for inspection.
+        execution_id: String,
+        /// Session.
+        session_id: String,
+        /// Token for the next continuation.
+        token: String,
+        /// The calls.
+        calls: Vec<CallRecord>,
+    },
+    /// Ended.
+    Ended {
+        /// Execution id (hex), for inspection.
+        execution_id: String,
+        /// Session.
+        session_id: String,
+        /// `None` when completed, else the error line.
+        error: Option<String>,
+        /// All stdout.
+        stdout: String,
+        /// All stderr.
+        stderr: String,
+        /// Files the code created or changed (when completed).
+        files: Vec<FileMeta>,
+        /// Names of the request's files the code removed (when completed).
+        deleted_files: Vec<String>,
+    },
+}
+
+/// What a cancel found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CancelOutcome {
+    /// The execution was running or paused, and is now cancelled (or had
+    /// been cancelled already).
+    Cancelled,
+    /// The execution had already ended, with this status.
+    Ended(Status),
+    /// No request with this id yet: a request that comes with it within
+    /// [`super::EARLY_CANCEL_SECS`] is cancelled on arrival.
+    Pending,
+}
+
+/// What an operator sees of an execution: its state, and its record while
+/// it can run or its outcome once it ended.
+#[derive(Debug)]
+pub struct Inspection {
+    /// The execution's state.
+    pub state: ExecState,
+    /// Its record, while paused or running.
+    pub record: Option<ExecutionRecord>,
+    /// Its outcome, once ended (while kept).
+    pub outcome: Option<EndedOutcome>,
+}
+
+impl Reply {
+    /// The reply of an ended execution.
+    pub(super) fn from_outcome(execution_id: String, outcome: EndedOutcome) -> Reply {
+        Reply::Ended {
+            execution_id,
+            session_id: outcome.session_id,
+            error: outcome.error,
+            stdout: outcome.stdout,
+            stderr: outcome.stderr,
+            files: outcome.files,
+            deleted_files: outcome.deleted,
+        }
+    }
+}
+
+/// The reply to a request whose execution was cancelled.
+pub(super) fn cancelled_reply(record: &ExecutionRecord) -> Reply {
+    Reply::Ended {
+        execution_id: record.id_hex(),
+        session_id: record.session_id.clone(),
+        error: Some(Failure::Cancelled.to_string()),
+        stdout: record.stdout.clone(),
+        stderr: record.stderr.clone(),
+        files: Vec::new(),
+        deleted_files: Vec::new(),
+    }
+}

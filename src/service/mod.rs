@@ -1,0 +1,203 @@
+//! The durable execution service: the protocol's start, continue, cancel and
+//! inspect on top of the engine, the store and the tokens. What is stored,
+//! and under which keys, is [`crate::state`]'s.
+//!
+//! Invariants:
+//! - A pause's record and state are flushed to disk (group commit) before
+//!   the response that carries its token is sent.
+//! - A round is continued at most once: the continuation claims it by a
+//!   compare-and-swap of the state from `Paused(round)` to `Running(round)`,
+//!   after the results were validated (a bad request leaves it paused).
+//! - A retried continuation (same token, same results) gets the answer that
+//!   continuation led to, for as long as the execution is kept, after a
+//!   restart too: the claim stores the results' digest with the state, and
+//!   an ended execution keeps its outcome. Other results: 409.
+//! - An execution of another API key answers exactly like a missing one; a
+//!   request id is scoped to its key.
+//! - At start-up, states left `Running` by a dead server go back to
+//!   `Paused`, so the last durable pause stays continuable.
+
+mod cancel;
+mod continuation;
+pub mod error;
+mod messages;
+mod request_ids;
+mod settle;
+mod start;
+mod upkeep;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::engine::Engine;
+use crate::journal::ExecutionRecord;
+use crate::quota::KeyUsage;
+use crate::state::{EndedOutcome, ExecState, Status, outcome_key, record_key, state_key};
+use crate::store::{Durability, Store};
+use crate::token::SigningKeys;
+use crate::workspace::Files;
+
+pub use continuation::order_results;
+pub use error::ServiceError;
+pub use messages::{CancelOutcome, FileRef, Inspection, Reply, StartRequest, ToolResult};
+
+/// How long a cancel that came before its request is remembered, seconds.
+pub const EARLY_CANCEL_SECS: u64 = 60;
+
+/// The run-time budget a request may ask for, milliseconds.
+pub const TIMEOUT_RANGE_MS: std::ops::RangeInclusive<u64> = 1000..=300_000;
+
+/// Settings of the service.
+#[derive(Clone, Debug)]
+pub struct ServiceConfig {
+    /// How long a pause waits for its client, seconds.
+    pub paused_ttl_secs: u64,
+    /// How long an ended execution's state is kept (to answer replays), seconds.
+    pub ended_ttl_secs: u64,
+    /// Maximum pauses of one execution.
+    pub max_rounds: usize,
+    /// Largest encoded execution record a pause may store, bytes.
+    pub max_record_bytes: usize,
+    /// How long session files are kept, seconds.
+    pub file_ttl_secs: u64,
+    /// Bytes one API key may store: its executions' records and outcomes
+    /// and its session files.
+    pub max_key_storage_bytes: u64,
+}
+
+/// The service.
+pub struct Service {
+    engine: Arc<Engine>,
+    store: Arc<dyn Store>,
+    files: Files,
+    usage: Arc<KeyUsage>,
+    durability: Durability,
+    keys: SigningKeys,
+    config: ServiceConfig,
+    /// Request-id keys of the requests being served now.
+    in_flight: Mutex<HashSet<Vec<u8>>>,
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl Service {
+    /// A service over an engine and a store.
+    pub fn new(
+        engine: Arc<Engine>,
+        store: Arc<dyn Store>,
+        keys: SigningKeys,
+        config: ServiceConfig,
+    ) -> Service {
+        let durability = Durability::new(store.clone());
+        let usage = Arc::new(KeyUsage::new(config.max_key_storage_bytes));
+        Service {
+            engine,
+            files: Files::new(store.clone(), usage.clone(), config.file_ttl_secs),
+            usage,
+            store,
+            durability,
+            keys,
+            config,
+            in_flight: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Whether `owner` may store `incoming` more bytes: its executions and
+    /// files within the per-key cap (429 with the delay until some of it
+    /// expires; 413 when the request alone is over the cap).
+    pub fn admit(&self, owner: [u8; 8], incoming: u64) -> Result<(), ServiceError> {
+        Ok(self.usage.admit(owner, incoming, now_secs())?)
+    }
+
+    /// The bytes `owner` stores (its executions and session files).
+    pub fn stored_bytes(&self, owner: [u8; 8]) -> u64 {
+        self.usage.stored(owner)
+    }
+
+    /// The engine (for metrics).
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The session files.
+    pub fn files(&self) -> &Files {
+        &self.files
+    }
+
+    fn load_outcome(&self, id: &[u8; 16]) -> Result<Option<EndedOutcome>, ServiceError> {
+        match self
+            .store
+            .get(&outcome_key(id))
+            .map_err(ServiceError::store)?
+        {
+            None => Ok(None),
+            Some(bytes) => EndedOutcome::decode(&bytes)
+                .map(Some)
+                .ok_or_else(|| ServiceError::Corrupt("Execution outcome is corrupt".into())),
+        }
+    }
+
+    fn load_state(
+        &self,
+        id: &[u8; 16],
+        owner: [u8; 8],
+    ) -> Result<(Vec<u8>, ExecState), ServiceError> {
+        let bytes = self
+            .store
+            .get(&state_key(id))
+            .map_err(ServiceError::store)?
+            .ok_or(ServiceError::NotFound)?;
+        let state = ExecState::decode(&bytes)
+            .ok_or_else(|| ServiceError::Corrupt("Execution state is corrupt".into()))?;
+        if state.owner != owner {
+            return Err(ServiceError::NotFound);
+        }
+        Ok((bytes, state))
+    }
+
+    fn load_record(&self, id: &[u8; 16]) -> Result<ExecutionRecord, ServiceError> {
+        let bytes = self
+            .store
+            .get(&record_key(id))
+            .map_err(ServiceError::store)?
+            .ok_or(ServiceError::NotFound)?;
+        ExecutionRecord::decode(&bytes).map_err(|e| ServiceError::Corrupt(e.to_string()))
+    }
+
+    fn is_cancelled(&self, id: &[u8; 16]) -> Result<bool, ServiceError> {
+        let state = self
+            .store
+            .get(&state_key(id))
+            .map_err(ServiceError::store)?;
+        Ok(matches!(
+            state.as_deref().map(ExecState::decode),
+            Some(Some(ExecState {
+                status: Status::Cancelled,
+                ..
+            }))
+        ))
+    }
+
+    /// What an operator sees of an execution.
+    pub fn inspect(&self, owner: [u8; 8], id_hex: &str) -> Result<Inspection, ServiceError> {
+        let id = hex::decode(id_hex)
+            .ok()
+            .and_then(|bytes| <[u8; 16]>::try_from(bytes.as_slice()).ok())
+            .ok_or(ServiceError::NotFound)?;
+        let (_, state) = self.load_state(&id, owner)?;
+        let (record, outcome) = match state.status {
+            Status::Paused | Status::Running => (Some(self.load_record(&id)?), None),
+            _ => (None, self.load_outcome(&id)?),
+        };
+        Ok(Inspection {
+            state,
+            record,
+            outcome,
+        })
+    }
+}
