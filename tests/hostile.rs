@@ -381,12 +381,12 @@ const STOPPED: &[(&str, &str, &str)] = &[
     ),
     (
         "forged tool call through the bridge",
-        "import sys\nb = sys.modules['baton_runtime']._baton\nb.pause([0], ['rm -rf /'], ['{}'], [1], '{}')\n",
+        "import sys\nb = sys.modules['baton_runtime']._baton\nb.pause([0], ['rm -rf /'], ['{}'], [1], '', 0, '{}')\n",
         "Invalid tool call: no tool named \"rm -rf /\"",
     ),
     (
         "tool call with an input that is not an object",
-        "import sys\nb = sys.modules['baton_runtime']._baton\nb.pause([0], ['get_weather'], ['[1]'], [1], '{}')\n",
+        "import sys\nb = sys.modules['baton_runtime']._baton\nb.pause([0], ['get_weather'], ['[1]'], [1], '', 0, '{}')\n",
         "Invalid tool call to \"get_weather\": the input is not a JSON object",
     ),
     (

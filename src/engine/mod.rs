@@ -20,7 +20,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::failure::Failure;
-use crate::journal::{CallRecord, CallResult, ClockBase, ExecutionRecord, PendingRound, Round};
+use crate::journal::{
+    CallRecord, CallResult, ClockBase, ExecutionRecord, FrameSummary, PendingRound, Round,
+};
 use crate::program::{CannotRun, HASH_SEED, Program};
 use crate::rewrite;
 use crate::sandbox::pool::{ChildKiller, ChildProc, Pool};
@@ -421,7 +423,7 @@ impl Engine {
         match message {
             FromChild::Paused {
                 calls,
-                frame_json,
+                frame,
                 stdout,
                 stderr,
                 run_us,
@@ -432,7 +434,7 @@ impl Engine {
                     child.kill();
                     return Step::Failed(Failure::InvalidReport(error));
                 }
-                let calls = self.pend(record, calls, &frame_json);
+                let calls = self.pend(record, calls, frame);
                 self.park(record.id, child);
                 Step::Paused(calls)
             }
@@ -492,7 +494,7 @@ impl Engine {
         &self,
         record: &mut ExecutionRecord,
         calls: Vec<PendingCall>,
-        frame_json: &str,
+        frame: FrameSummary,
     ) -> Vec<CallRecord> {
         let round = record.rounds.len() + 1;
         let prefix = &record.id_hex()[..8];
@@ -511,7 +513,7 @@ impl Engine {
             calls: calls.clone(),
             stdout_len: record.stdout.len() as u64,
             stderr_len: record.stderr.len() as u64,
-            frame: reports::parse_frame(frame_json),
+            frame,
         });
         calls
     }

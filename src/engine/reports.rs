@@ -1,9 +1,9 @@
 //! Checks of what a child reports. The runtime never reports a call to an
-//! unknown tool, a file over the limits or a frame that does not parse; a
+//! unknown tool or a file over the limits; a
 //! program that talks to the native bridge itself might, and such a report
 //! fails the execution instead of reaching the client or the store.
 
-use crate::journal::{ExecutionRecord, FrameSummary, WorkspaceFile};
+use crate::journal::{ExecutionRecord, WorkspaceFile};
 use crate::sandbox::protocol::PendingCall;
 
 use super::ExecLimits;
@@ -55,16 +55,5 @@ pub(super) fn check_workspace(
             "Invalid workspace report: {bad:?} was not a file of the request"
         )),
         None => Ok(()),
-    }
-}
-
-/// The paused frame a child describes (lenient: a frame that does not
-/// parse shows as empty; it is for inspection only).
-pub(super) fn parse_frame(frame_json: &str) -> FrameSummary {
-    let value: serde_json::Value = serde_json::from_str(frame_json).unwrap_or_default();
-    FrameSummary {
-        function: value["function"].as_str().unwrap_or_default().to_owned(),
-        line: value["line"].as_u64().unwrap_or(0) as u32,
-        locals: value["locals"].as_str().unwrap_or("{}").to_owned(),
     }
 }

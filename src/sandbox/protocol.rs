@@ -13,7 +13,7 @@ use std::io::{self, Read, Write};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 use crate::failure::Failure;
-use crate::journal::{CallResult, ClockBase, Round, WorkspaceFile};
+use crate::journal::{CallResult, ClockBase, FrameSummary, Round, WorkspaceFile};
 
 /// The largest frame either side accepts (64 MiB).
 pub const MAX_FRAME: usize = 64 << 20;
@@ -99,8 +99,8 @@ pub enum FromChild {
     Paused {
         /// The batch, in the order the code made the calls.
         calls: Vec<PendingCall>,
-        /// [`crate::journal::FrameSummary`] fields as JSON text.
-        frame_json: String,
+        /// The frame of the first call, for inspection.
+        frame: FrameSummary,
         /// Stdout written since the last report.
         stdout: String,
         /// Stderr written since the last report.
@@ -246,7 +246,7 @@ mod tests {
                 input: "{}".into(),
                 line: 4,
             }],
-            frame_json: "{}".into(),
+            frame: FrameSummary::default(),
             stdout: "hi\n".into(),
             stderr: String::new(),
             run_us: 12,

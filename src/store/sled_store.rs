@@ -15,7 +15,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use super::large_values::{LargeValues, Pointer, is_large};
-use super::{CasConflict, CasResult, Head, HeadScan, Pair, Scan, Store, StoreError};
+use super::{CasConflict, CasResult, Head, HeadScan, Scan, Store, StoreError};
 
 /// A sled database.
 pub struct SledStore {
@@ -187,10 +187,17 @@ impl Store for SledStore {
     }
 
     fn scan_prefix(&self, prefix: &[u8]) -> Scan<'_> {
-        Box::new(self.db.scan_prefix(prefix).map(move |pair| {
-            let (key, stored) = pair.map_err(database)?;
-            let value = self.resolve(&key, stored)?.unwrap_or_default();
-            Ok::<Pair, StoreError>((key.to_vec(), value))
+        // A key deleted while the scan reached it is skipped, not given
+        // as an empty value (which would read as a corrupt entry).
+        Box::new(self.db.scan_prefix(prefix).filter_map(move |pair| {
+            let resolved = pair
+                .map_err(database)
+                .and_then(|(key, stored)| Ok((key.to_vec(), self.resolve(&key, stored)?)));
+            match resolved {
+                Ok((key, Some(value))) => Some(Ok((key, value))),
+                Ok((_, None)) => None,
+                Err(error) => Some(Err(error)),
+            }
         }))
     }
 
@@ -290,7 +297,8 @@ mod tests {
             store.flush().unwrap();
         }
         let store = SledStore::open(dir.path()).unwrap();
-        let scanned: Vec<Pair> = store.scan_prefix(b"r/").map(|p| p.unwrap()).collect();
+        let scanned: Vec<crate::store::Pair> =
+            store.scan_prefix(b"r/").map(|p| p.unwrap()).collect();
         assert_eq!(scanned, vec![(b"r/a".to_vec(), b"1".to_vec())]);
         assert_eq!(store.get(b"s/a").unwrap(), Some(b"2".to_vec()));
     }

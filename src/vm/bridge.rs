@@ -111,8 +111,9 @@ const LARGE_SOURCE: usize = 192 << 10;
 #[pymodule]
 pub mod _baton {
     use super::*;
-    use crate::journal::CallResult;
+    use crate::journal::{CallResult, FrameSummary};
     use crate::sandbox::protocol::PendingCall;
+    use rustpython_vm::FromArgs;
     use rustpython_vm::builtins::{PyBytesRef, PyStrRef};
     use rustpython_vm::convert::ToPyObject;
 
@@ -282,17 +283,36 @@ pub mod _baton {
             .unwrap_or_else(|| WARMUP.with(|w| w.borrow_mut().1.take(n)))
     }
 
-    /// Pauses on a batch of calls given as parallel lists; returns one
-    /// `(ok, payload)` per call, payload being JSON text or an error message.
+    /// The frame of a pause's first call, as the last three positional
+    /// arguments of `pause`: its function, its line, and its locals as the
+    /// text of a JSON object.
+    #[derive(FromArgs)]
+    struct FrameArgs {
+        #[pyarg(positional)]
+        function: String,
+        #[pyarg(positional)]
+        line: i64,
+        #[pyarg(positional)]
+        locals: String,
+    }
+
+    /// Pauses on a batch of calls given as parallel lists, with the frame
+    /// of the first call; returns one `(ok, payload)` per call, payload
+    /// being JSON text or an error message.
     #[pyfunction]
     fn pause(
         sites: Vec<i64>,
         tools: Vec<String>,
         inputs: Vec<String>,
         lines: Vec<i64>,
-        frame: String,
+        frame: FrameArgs,
         vm: &VirtualMachine,
     ) -> PyResult<PyObjectRef> {
+        let frame = FrameSummary {
+            function: frame.function,
+            line: u32::try_from(frame.line).unwrap_or(0),
+            locals: frame.locals,
+        };
         let calls: Vec<PendingCall> = sites
             .into_iter()
             .zip(tools)

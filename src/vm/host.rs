@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::failure::{Failure, Stream};
-use crate::journal::{CallResult, Round, WorkspaceFile};
+use crate::journal::{CallResult, FrameSummary, Round, WorkspaceFile};
 use crate::sandbox::protocol::{
     ChildLimits, ChildOutcome, FromChild, PendingCall, StartJob, ToChild, read_frame, write_frame,
 };
@@ -158,14 +158,14 @@ impl Host {
     pub fn pause(
         &mut self,
         calls: Vec<PendingCall>,
-        frame_json: String,
+        frame: FrameSummary,
     ) -> Result<Vec<CallResult>, Failure> {
         if let Some(divergence) = &self.divergence {
             return Err(divergence.clone());
         }
         match self.replay.pop_front() {
             Some(round) => self.replay_pause(calls, round),
-            None => self.live_pause(calls, frame_json),
+            None => self.live_pause(calls, frame),
         }
     }
 
@@ -221,7 +221,7 @@ impl Host {
     fn live_pause(
         &mut self,
         calls: Vec<PendingCall>,
-        frame_json: String,
+        frame: FrameSummary,
     ) -> Result<Vec<CallResult>, Failure> {
         if self.shared.timed_out() {
             // The code caught the interrupt and went on to call a tool.
@@ -233,7 +233,7 @@ impl Host {
         let (stdout, stderr) = self.take_deltas();
         let message = FromChild::Paused {
             calls,
-            frame_json,
+            frame,
             stdout,
             stderr,
             run_us,

@@ -42,6 +42,8 @@ use crate::sandbox::limits::ChildRlimits;
 
 /// The Python runtime, frozen into the binary.
 pub const RUNTIME_SOURCE: &str = include_str!("../../stdlib_shims/baton_runtime.py");
+/// The runtime's virtual `/mnt/data`, loaded before the runtime imports it.
+pub const WORKSPACE_SOURCE: &str = include_str!("../../stdlib_shims/baton_workspace.py");
 
 /// Modules imported once in the zygote so children start warm.
 const WARM_MODULES: &[&str] = &[
@@ -132,15 +134,21 @@ pub fn warm_up(vm: &VirtualMachine) -> Result<(), String> {
     );
     run_python(vm, scope, &source, "<warm-up>")?;
     let scope = vm.new_scope_with_builtins();
-    scope
-        .globals
-        .set_item("SOURCE", vm.ctx.new_str(RUNTIME_SOURCE).into(), vm)
-        .map_err(|e| format_exception(vm, e))?;
+    for (name, source) in [("RUNTIME", RUNTIME_SOURCE), ("WORKSPACE", WORKSPACE_SOURCE)] {
+        scope
+            .globals
+            .set_item(name, vm.ctx.new_str(source).into(), vm)
+            .map_err(|e| format_exception(vm, e))?;
+    }
     let bootstrap = "import sys, types\n\
-        m = types.ModuleType('baton_runtime')\n\
-        m.__file__ = '<baton_runtime>'\n\
-        sys.modules['baton_runtime'] = m\n\
-        exec(compile(SOURCE, '<baton_runtime>', 'exec'), m.__dict__)\n\
+        def load(name, source):\n\
+        \x20   m = types.ModuleType(name)\n\
+        \x20   m.__file__ = '<' + name + '>'\n\
+        \x20   sys.modules[name] = m\n\
+        \x20   exec(compile(source, '<' + name + '>', 'exec'), m.__dict__)\n\
+        \x20   return m\n\
+        load('baton_workspace', WORKSPACE)\n\
+        m = load('baton_runtime', RUNTIME)\n\
         m.install()\n\
         import gc\n\
         gc.disable()\n\

@@ -150,7 +150,7 @@ class FakeBaton(types.ModuleType):
         self.calls += 1
         return (True, entry["value"]) if entry["ok"] else (False, entry["message"])
 
-    def pause(self, sites, tools, inputs, lines, frame):
+    def pause(self, sites, tools, inputs, lines, function, line, locals_):
         log, results = [], []
         for tool, text in zip(tools, inputs):
             ok, value = self.answer(tool, json.loads(text))
@@ -203,7 +203,7 @@ class NativeCalls:
     def flush(self):
         batch, self.pending[:] = list(self.pending), []
         answers = self.fake.pause([0] * len(batch), [b[0] for b in batch], [b[1] for b in batch],
-                                  [0] * len(batch), "")
+                                  [0] * len(batch), "", 0, "{}")
         for (_, _, future), answer in zip(batch, answers):
             if not future.done():
                 future.set_result(answer)
@@ -329,11 +329,13 @@ def main():
     # the runtime's fence takes the raw posix functions importlib uses.
     import _strptime, calendar, locale, string, textwrap  # noqa: F401
     import shutil, tempfile, zipfile, tarfile, glob, fnmatch, pathlib, csv, gzip  # noqa: F401
-    source = open(os.path.join(ROOT, "stdlib_shims", "baton_runtime.py")).read()
-    runtime = types.ModuleType("baton_runtime")
-    runtime.__file__ = "<baton_runtime>"
-    sys.modules["baton_runtime"] = runtime
-    exec(compile(source, "<baton_runtime>", "exec"), runtime.__dict__)
+    for name in ("baton_workspace", "baton_runtime"):
+        source = open(os.path.join(ROOT, "stdlib_shims", name + ".py")).read()
+        module = types.ModuleType(name)
+        module.__file__ = "<%s>" % name
+        sys.modules[name] = module
+        exec(compile(source, module.__file__, "exec"), module.__dict__)
+    runtime = sys.modules["baton_runtime"]
     runtime.install()
     # The zygote's warm-up reads the clock and entropy with fixed values;
     # a child then starts from the execution's own.
