@@ -59,22 +59,11 @@ pub fn run(args: ServeArgs) -> ExitCode {
 /// beside the connections and the store's files, and the usual soft limit
 /// (1024) is below what `--max-parked` allows.
 fn raise_open_file_limit() {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: reading and setting this process's own limit.
-    let raised = unsafe {
-        libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && {
-            limit.rlim_cur = limit.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0
-        }
-    };
-    if !raised {
-        tracing::warn!(
-            error = %std::io::Error::last_os_error(),
-            "the open-file limit could not be raised"
-        );
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let raised = getrlimit(Resource::RLIMIT_NOFILE)
+        .and_then(|(_, hard)| setrlimit(Resource::RLIMIT_NOFILE, hard, hard));
+    if let Err(error) = raised {
+        tracing::warn!(%error, "the open-file limit could not be raised");
     }
 }
 

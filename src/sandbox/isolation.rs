@@ -156,12 +156,10 @@ pub fn landlock_abi() -> i32 {
 pub fn namespaces_work() -> bool {
     match clone_into_namespaces() {
         Ok(Cloned::Child) => exit_now(0),
-        Ok(Cloned::Parent(pid, _)) => {
-            let mut status = 0;
-            // SAFETY: reaping the child just created.
-            unsafe { libc::waitpid(pid, &mut status, 0) };
-            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
-        }
+        Ok(Cloned::Parent(pid, _)) => matches!(
+            nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None),
+            Ok(nix::sys::wait::WaitStatus::Exited(_, 0))
+        ),
         Err(_) => false,
     }
 }
@@ -232,25 +230,23 @@ fn raw_clone(flags: libc::c_int) -> io::Result<Cloned> {
 /// In the zygote at start: a zygote started as root becomes `nobody`, so
 /// that its children's ids map to an unprivileged user outside.
 pub fn drop_root() -> io::Result<()> {
-    // SAFETY: plain identity queries and changes of this process.
-    unsafe {
-        if libc::geteuid() != 0 {
-            return Ok(());
-        }
-        if libc::setgroups(0, std::ptr::null()) != 0
-            || libc::setresgid(NOBODY, NOBODY, NOBODY) != 0
-            || libc::setresuid(NOBODY, NOBODY, NOBODY) != 0
-        {
-            return Err(io::Error::last_os_error());
-        }
+    use nix::unistd::{Gid, Uid, geteuid, setgroups, setresgid, setresuid};
+    if !geteuid().is_root() {
+        return Ok(());
     }
+    let (uid, gid) = (Uid::from_raw(NOBODY), Gid::from_raw(NOBODY));
+    setgroups(&[])?;
+    setresgid(gid, gid, gid)?;
+    setresuid(uid, uid, uid)?;
     Ok(())
 }
 
 /// The uid and gid of this process (read in the zygote, before a clone).
 pub fn outer_ids() -> (u32, u32) {
-    // SAFETY: plain queries.
-    unsafe { (libc::geteuid(), libc::getegid()) }
+    (
+        nix::unistd::geteuid().as_raw(),
+        nix::unistd::getegid().as_raw(),
+    )
 }
 
 /// In a new child, first: maps its ids to [`INNER_ID`] and names its host.
@@ -262,10 +258,7 @@ pub fn enter_namespaces((uid, gid): (u32, u32)) -> io::Result<()> {
     let mapped = write_maps(uid, gid);
     set_dumpable(false);
     mapped?;
-    // SAFETY: a constant name of the UTS namespace this child owns.
-    if unsafe { libc::sethostname(HOST_NAME.as_ptr().cast(), HOST_NAME.len()) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    nix::unistd::sethostname(HOST_NAME)?;
     Ok(())
 }
 
@@ -276,16 +269,9 @@ fn write_maps(uid: u32, gid: u32) -> io::Result<()> {
 }
 
 fn set_dumpable(dumpable: bool) {
-    // SAFETY: prctl on this process only.
-    unsafe {
-        libc::prctl(
-            libc::PR_SET_DUMPABLE,
-            libc::c_ulong::from(dumpable),
-            0,
-            0,
-            0,
-        );
-    }
+    // Cannot fail for this process with a boolean; a failure would show as
+    // the maps' write refused.
+    let _ = nix::sys::prctl::set_dumpable(dumpable);
 }
 
 /// Restricts this process with every Landlock right the kernel knows:
@@ -308,11 +294,10 @@ pub fn landlock_everything() -> Result<landlock::RulesetStatus, landlock::Rulese
 /// Drops every capability: the bounding set, the ambient set, and the
 /// effective, permitted and inheritable sets; sets `no_new_privs`.
 pub fn drop_capabilities() -> io::Result<()> {
-    // SAFETY: prctl and capset on this process only, with valid arguments.
+    nix::sys::prctl::set_no_new_privs()?;
+    // SAFETY: prctl and capset on this process only, with valid arguments
+    // (nix has no wrapper for the capability calls).
     unsafe {
-        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-            return Err(io::Error::last_os_error());
-        }
         for cap in 0..64 {
             // Past the last capability the kernel answers EINVAL.
             libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);

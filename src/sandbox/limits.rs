@@ -18,6 +18,7 @@
 use std::io;
 
 use crate::config::defaults;
+use nix::sys::resource::{Resource, setrlimit};
 use serde::{Deserialize, Serialize};
 
 /// The per-child limits the zygote applies.
@@ -58,10 +59,10 @@ pub fn confine_child(limits: &ChildRlimits, keep_fd: i32, root_fd: i32) -> io::R
         }
     }
     let cap = inherited.saturating_add(limits.memory_mb.saturating_mul(1 << 20));
-    set_limit(libc::RLIMIT_AS, cap)?;
-    set_limit(libc::RLIMIT_CPU, limits.cpu_seconds)?;
-    set_limit(libc::RLIMIT_NOFILE, limits.open_files)?;
-    set_limit(libc::RLIMIT_CORE, 0)?;
+    set_limit(Resource::RLIMIT_AS, cap)?;
+    set_limit(Resource::RLIMIT_CPU, limits.cpu_seconds)?;
+    set_limit(Resource::RLIMIT_NOFILE, limits.open_files)?;
+    set_limit(Resource::RLIMIT_CORE, 0)?;
     Ok(())
 }
 
@@ -81,29 +82,20 @@ pub fn make_empty_root() -> io::Result<i32> {
 }
 
 fn enter_empty_root(root_fd: i32) -> io::Result<()> {
-    // SAFETY: plain syscalls on a descriptor and constant paths.
-    unsafe {
-        if libc::fchdir(root_fd) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // Needs CAP_SYS_CHROOT; without it the working directory stays the
-        // empty one and the seccomp filter refuses file access.
-        if libc::chroot(c".".as_ptr()) == 0 {
-            libc::chdir(c"/".as_ptr());
-        }
+    // SAFETY: `root_fd` is the zygote's open descriptor of the empty root,
+    // inherited by this child and open for its whole life.
+    let root = unsafe { std::os::fd::BorrowedFd::borrow_raw(root_fd) };
+    nix::unistd::fchdir(root)?;
+    // Needs CAP_SYS_CHROOT; without it the working directory stays the
+    // empty one and the seccomp filter refuses file access.
+    if nix::unistd::chroot(".").is_ok() {
+        nix::unistd::chdir("/")?;
     }
     Ok(())
 }
 
-fn set_limit(resource: libc::__rlimit_resource_t, value: u64) -> io::Result<()> {
-    let limit = libc::rlimit {
-        rlim_cur: value,
-        rlim_max: value,
-    };
-    // SAFETY: plain syscall with a valid pointer.
-    if unsafe { libc::setrlimit(resource, &limit) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+fn set_limit(resource: Resource, value: u64) -> io::Result<()> {
+    setrlimit(resource, value, value)?;
     Ok(())
 }
 
@@ -111,8 +103,7 @@ fn set_limit(resource: libc::__rlimit_resource_t, value: u64) -> io::Result<()> 
 fn address_space_bytes() -> Option<u64> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: u64 = statm.split_whitespace().next()?.parse().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok()??;
     Some(pages * u64::try_from(page).ok()?)
 }
 

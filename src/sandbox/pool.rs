@@ -54,11 +54,14 @@ impl ChildKiller {
                     0u32,
                 );
             },
-            // SAFETY: a signal to the pid of a child we forked (a kernel
-            // without pidfds: the pid may in principle have been reused).
-            None => unsafe {
-                libc::kill(self.pid, libc::SIGKILL);
-            },
+            // A kernel without pidfds: the pid of a child we forked (it may
+            // in principle have been reused: a kernel older than 5.2).
+            None => {
+                let _gone = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(self.pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
         }
     }
 }

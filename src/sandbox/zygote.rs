@@ -129,10 +129,12 @@ impl Supervisor {
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::SeqCst);
         if let Ok(zygote) = self.current() {
-            // SAFETY: a signal to the zygote this supervisor started.
-            unsafe {
-                libc::kill(zygote.pid() as i32, libc::SIGKILL);
-            }
+            // The zygote is this supervisor's child: its pid stays its own
+            // until the supervisor's wait thread reaps it.
+            let _gone = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(zygote.pid() as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
         }
     }
 

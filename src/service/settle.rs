@@ -95,6 +95,7 @@ impl Service {
             Step::Failed(failure) => {
                 metrics::counter!("baton_executions_failed_total", "kind" => failure.kind())
                     .increment(1);
+                tracing::info!(execution = %record.id_hex(), kind = failure.kind(), "execution failed");
                 if matches!(failure, Failure::NonDeterminism(_)) {
                     metrics::counter!("baton_nondeterminism_errors_total").increment(1);
                 }

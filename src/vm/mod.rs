@@ -329,7 +329,9 @@ fn child_main(
     unsafe {
         libc::close(control_fd);
         libc::signal(libc::SIGCHLD, libc::SIG_DFL);
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+    }
+    if nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).is_err() {
+        exit::exit_now();
     }
     let stream_fd = stream.into_raw_fd();
     if confinement.apply(stream_fd).is_err() {
