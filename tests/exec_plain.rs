@@ -174,3 +174,48 @@ fn files_in_changed_new_and_deleted() {
     assert_eq!(reply["deleted_files"], json!(["gone.csv"]), "{reply}");
     assert_eq!(reply["session_id"], "sess-plain");
 }
+
+#[test]
+fn an_exec_is_cancelled_by_its_request_id() {
+    let (_dir, server) = server();
+    let running = std::thread::scope(|scope| {
+        let running = scope.spawn(|| {
+            exec(
+                &server,
+                "/exec",
+                &json!({"lang": "py", "code": "import time\nprint('begun', flush=True)\ntime.sleep(20)\nprint('never')"}),
+                &[("X-LibreChat-Code-Request-ID", "exec-1")],
+            )
+        });
+        let mut cancelled = Value::Null;
+        for _ in 0..100 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let (_, body) = server.post_raw(
+                "/exec/programmatic/cancel",
+                &json!({"request_id": "exec-1"}).to_string(),
+                Some(("x-api-key", KEY)),
+                &[],
+            );
+            if body["status"] == "cancelled" {
+                cancelled = body;
+                break;
+            }
+        }
+        assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+        running.join()
+    });
+    let (status, reply) = running.unwrap_or_else(|_| panic!("the exec thread panicked"));
+    assert_eq!(status, 200, "{reply}");
+    assert!(
+        reply["stderr"]
+            .as_str()
+            .is_some_and(|e| e.ends_with("Execution was cancelled\n")),
+        "{reply}"
+    );
+    assert!(
+        !reply["stdout"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("never")
+    );
+}

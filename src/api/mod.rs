@@ -261,7 +261,9 @@ fn check_profile(headers: &HeaderMap) -> Result<(), ApiError> {
 #[utoipa::path(post, path = "/exec", tag = "exec",
     request_body = PlainBody,
     params(("x-codeapi-expected-profile" = Option<String>, Header,
-        description = "`default` (or absent); any other profile is answered 409 `execution_profile_mismatch`")),
+        description = "`default` (or absent); any other profile is answered 409 `execution_profile_mismatch`"),
+        ("x-librechat-code-request-id" = Option<String>, Header,
+        description = "The client's id for this request, for cancel")),
     responses((status = 200, description = "The code ran (its failures are in stderr)", body = PlainExecView),
         Failures))]
 async fn exec_plain(
@@ -271,7 +273,7 @@ async fn exec_plain(
 ) -> Result<Response, ApiError> {
     let (owner, body) = authorized_body(&state, &headers, body)?;
     check_profile(&headers)?;
-    let start = request::decode_plain(&body)?;
+    let start = request::decode_plain(&body, client_request_id(&headers))?;
     let reply = state.service.start(owner, start).await?;
     let view = PlainExecView::from_reply(reply).ok_or_else(|| {
         ApiError::Service(ServiceError::Unavailable(
@@ -295,9 +297,7 @@ async fn exec(
 ) -> Result<Response, ApiError> {
     let (owner, body) = authorized_body(&state, &headers, body)?;
     check_profile(&headers)?;
-    let request_id = headers
-        .get("x-librechat-code-request-id")
-        .and_then(|v| v.to_str().ok());
+    let request_id = client_request_id(&headers);
     let reply = match request::decode_exec(&body, request_id)? {
         ExecRequest::Continue { token, results } => {
             state
@@ -308,6 +308,13 @@ async fn exec(
         ExecRequest::Start(start) => state.service.start(owner, start).await?,
     };
     Ok(Json(ExecReply::from(reply)).into_response())
+}
+
+/// The client's id for a request (`X-LibreChat-Code-Request-ID`), for cancel.
+fn client_request_id(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get("x-librechat-code-request-id")
+        .and_then(|v| v.to_str().ok())
 }
 
 /// `POST /exec/programmatic/cancel`: cancels the execution of a request id.

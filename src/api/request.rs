@@ -168,8 +168,12 @@ pub fn decode_exec(body: &[u8], request_id: Option<&str>) -> Result<ExecRequest,
     }
 }
 
-/// Decodes a `POST /exec` body into a start with no tools.
-pub fn decode_plain(body: &[u8]) -> Result<StartRequest, ApiError> {
+/// Decodes a `POST /exec` body into a start with no tools; `request_id`
+/// is the client's request id header (for cancel).
+pub fn decode_plain(body: &[u8], request_id: Option<&str>) -> Result<StartRequest, ApiError> {
+    if let Some(request_id) = request_id.filter(|r| !r.is_empty()) {
+        check_request_id(request_id)?;
+    }
     let body: PlainBody = parse_json(body)?;
     match &body.lang {
         Some(Value::String(lang)) if lang == "py" || lang == "python" => {}
@@ -189,7 +193,7 @@ pub fn decode_plain(body: &[u8]) -> Result<StartRequest, ApiError> {
         tools: Vec::new(),
         session_id: body.session_id,
         timeout_ms: timeout_ms(body.timeout)?,
-        request_id: None,
+        request_id: request_id.map(str::to_owned),
         files: body.files.unwrap_or_default(),
         argv: body.args.unwrap_or_default(),
     })
@@ -243,11 +247,9 @@ fn decode_result(index: usize, entry: Value) -> Result<ToolResult, ApiError> {
             )));
         }
     };
-    if !is_error && !fields.contains_key("result") {
-        return Err(what(format!(
-            "the result of call {call_id:?} is missing (send \"result\": null for a tool that returned nothing, or \"is_error\": true)"
-        )));
-    }
+    // A result left out is `None` to the code: a JavaScript client's tool
+    // that returned `undefined` sends no `result` (`JSON.stringify` drops
+    // it), and LibreChat's does exactly that.
     let error_message = match fields.get("error_message") {
         None | Some(Value::Null) => None,
         Some(Value::String(message)) => Some(message.clone()),

@@ -189,13 +189,11 @@ pub fn fork() -> io::Result<Cloned> {
 }
 
 /// `clone` with `flags` (a fork when they name no namespace), asking for a
-/// pidfd (`CLONE_PIDFD`); a kernel that refuses the flag gets the same
+/// pidfd (`CLONE_PIDFD`); where that clone fails (a kernel older than 5.2
+/// answers `EINVAL`, a container's filter may answer `EPERM`), the same
 /// clone without it.
 fn clone_with_pidfd(flags: libc::c_int) -> io::Result<Cloned> {
-    match raw_clone(flags | libc::CLONE_PIDFD) {
-        Err(error) if error.raw_os_error() == Some(libc::EINVAL) => raw_clone(flags),
-        cloned => cloned,
-    }
+    raw_clone(flags | libc::CLONE_PIDFD).or_else(|_| raw_clone(flags))
 }
 
 fn raw_clone(flags: libc::c_int) -> io::Result<Cloned> {
