@@ -160,6 +160,11 @@ pub struct ServeArgs {
     /// Log filter (tracing `EnvFilter` syntax).
     #[arg(long, env = "BATON_LOG", default_value = "info")]
     pub log: String,
+    /// Log how long each step of every request took: the spans of the
+    /// `baton::timing` target (decode, rewrite, child, encode, store write,
+    /// flush...), each printed when it closes with its busy and idle time.
+    #[arg(long, env = "BATON_TRACE_REQUESTS", default_value_t = false)]
+    pub trace_requests: bool,
 }
 
 /// Why configuration failed.

@@ -29,6 +29,7 @@ pub mod server;
 pub mod service;
 pub mod state;
 pub mod store;
+pub mod timing;
 pub mod token;
 pub mod tools;
 pub mod vm;

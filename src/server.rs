@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::format::FmtSpan;
 
 use crate::api::{AppState, router};
 use crate::config::{ServeArgs, load_secrets};
@@ -21,9 +22,17 @@ use crate::token::{SigningKey, SigningKeys};
 
 /// Runs the server until SIGINT/SIGTERM.
 pub fn run(args: ServeArgs) -> ExitCode {
-    let filter = EnvFilter::try_new(&args.log).unwrap_or_else(|_| EnvFilter::new("info"));
+    let mut filter = EnvFilter::try_new(&args.log).unwrap_or_else(|_| EnvFilter::new("info"));
+    let mut span_events = FmtSpan::NONE;
+    if args.trace_requests {
+        if let Ok(timing) = format!("{}=debug", crate::timing::TARGET).parse() {
+            filter = filter.add_directive(timing);
+        }
+        span_events = FmtSpan::CLOSE;
+    }
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_span_events(span_events)
         .with_target(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
         .init();

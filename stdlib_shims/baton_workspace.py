@@ -25,13 +25,17 @@ import os
 import io
 import posixpath
 import builtins
+import math
 import weakref
 
 import _baton
 
 
-def _time():
-    return _baton.clock(0)
+def _now_ns():
+    """The virtual wall clock, in integer nanoseconds: times are stored as a
+    file system stores them, so `st_mtime_ns` round-trips exactly through
+    `os.utime(ns=...)` (as `shutil.copy2` relies on)."""
+    return int(_baton.clock(0) * 1_000_000_000)
 
 
 MOUNT = "/mnt/data"
@@ -96,7 +100,7 @@ class _Workspace:
         self.open_objects = []
         pairs = [(name, bytes(data)) for name, data in pairs]
         # Uploaded files were there before the code started: one clock read.
-        now = _time() if pairs else 0.0
+        now = _now_ns() if pairs else 0
         self.nodes = {"": self._new(0o040755, now)}
         for name, data in sorted(pairs):
             parts = name.split("/")
@@ -277,13 +281,14 @@ _WS = _Workspace()
 
 def _stat_of(node, rel):
     if node is None:  # `/` and `/mnt`
-        node = _Node(0o040755, 0.0, 2 if rel == "/" else 3)
+        node = _Node(0o040755, 0, 2 if rel == "/" else 3)
     size = BLOCK if node.is_dir() else len(node.data)
     nlink = 2 if node.is_dir() else max(node.links, 0)
-    times = (node.atime, node.mtime, node.mtime)
-    ints = tuple(int(t) for t in times)
-    nanos = tuple(int(t * 1_000_000_000) for t in times)
-    return os.stat_result((node.mode, node.ino, 0x62, nlink, 0, 0, size) + ints + times + nanos)
+    nanos = (node.atime, node.mtime, node.mtime)
+    ints = tuple(ns // 1_000_000_000 for ns in nanos)
+    # As CPython makes them from a timespec: seconds plus nanoseconds.
+    floats = tuple(ns // 1_000_000_000 + (ns % 1_000_000_000) * 1e-9 for ns in nanos)
+    return os.stat_result((node.mode, node.ino, 0x62, nlink, 0, 0, size) + ints + floats + nanos)
 
 
 # -- descriptors
@@ -312,12 +317,12 @@ def _os_open(path, flags, mode=0o777, *, dir_fd=None):
         if not flags & os.O_CREAT:
             _WS.node(rel, path)
         _WS.parent(rel, path)
-        found = _WS._new(0o100000 | (mode & 0o7777 & ~_UMASK), _time())
+        found = _WS._new(0o100000 | (mode & 0o7777 & ~_UMASK), _now_ns())
         _WS.link(rel, found)
     if flags & os.O_TRUNC and access != os.O_RDONLY and found.data:
         _WS.grow(found, 0)
         del found.data[:]
-        found.mtime = _time()
+        found.mtime = _now_ns()
     return _WS.allocate(found, rel, flags)
 
 
@@ -362,7 +367,7 @@ def _os_write(fd, data):
         node.data.extend(bytes(end - len(node.data)))
     node.data[desc.pos:end] = data
     desc.pos = end
-    node.mtime = _time()
+    node.mtime = _now_ns()
     return len(data)
 
 
@@ -391,7 +396,7 @@ def _truncate(node, length):
         del node.data[length:]
     else:
         node.data.extend(bytes(length - len(node.data)))
-    node.mtime = _time()
+    node.mtime = _now_ns()
 
 
 def _os_fstat(fd):
@@ -640,7 +645,7 @@ def _os_mkdir(path, mode=0o777, *, dir_fd=None):
     if rel in ANCESTORS or rel in _WS.nodes:
         raise FileExistsError(17, "File exists", path)
     _WS.parent(rel, path)
-    _WS.link(rel, _WS._new(0o040000 | (mode & 0o7777 & ~_UMASK), _time()))
+    _WS.link(rel, _WS._new(0o040000 | (mode & 0o7777 & ~_UMASK), _now_ns()))
 
 
 def _os_remove(path, *, dir_fd=None):
@@ -726,11 +731,11 @@ def _os_utime(path, times=None, *, ns=None, dir_fd=None, follow_symlinks=True):
         raise ValueError("utime: you may specify either 'times' or 'ns' but not both")
     node, _ = _changeable(path, dir_fd)
     if ns is not None:
-        node.atime, node.mtime = ns[0] / 1e9, ns[1] / 1e9
+        node.atime, node.mtime = int(ns[0]), int(ns[1])
     elif times is not None:
-        node.atime, node.mtime = float(times[0]), float(times[1])
+        node.atime, node.mtime = (math.floor(float(t) * 1_000_000_000) for t in times)
     else:
-        node.atime = node.mtime = _time()
+        node.atime = node.mtime = _now_ns()
 
 
 def _os_truncate(path, length):

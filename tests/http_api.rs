@@ -80,6 +80,71 @@ fn full_round_trip_over_http() {
     assert_eq!(done["session_id"], reply["session_id"]);
 }
 
+/// The steps whose spans closed in `log` (lines `...step: close time.busy=...`).
+fn closed_steps(log: &[String]) -> std::collections::BTreeSet<String> {
+    log.iter()
+        .filter(|line| line.contains(": close time.busy="))
+        .filter_map(|line| {
+            let context = line.split(": close time.busy=").next()?;
+            let innermost = context.rsplit([':', ' ']).next()?;
+            Some(innermost.to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn request_steps_are_timed_only_when_asked() {
+    let (_dir, quiet) = server(&[]);
+    let reply = start(&quiet, TWO_ROUNDS);
+    let _ = continue_(&quiet, &reply, answers(&reply));
+    assert!(closed_steps(&quiet.log_lines()).is_empty());
+    let (_dir, traced) = server(&["--trace-requests"]);
+    let reply = start(&traced, TWO_ROUNDS);
+    let (status, second) = continue_(&traced, &reply, answers(&reply));
+    assert_eq!(status, 200, "{second}");
+    let (status, done) = continue_(&traced, &second, answers(&second));
+    assert_eq!(done["status"], "completed", "{status} {done}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let expected = [
+        "auth",
+        "decode",
+        "start",
+        "prepare",
+        "store_state",
+        "run",
+        "rewrite",
+        "take_child",
+        "send_job",
+        "child",
+        "settle",
+        "encode",
+        "store_write",
+        "flush",
+        "continue",
+        "verify",
+        "load_record",
+        "claim",
+        "resume",
+        "respond",
+    ];
+    loop {
+        let seen = closed_steps(&traced.log_lines());
+        let missing: Vec<&str> = expected
+            .iter()
+            .copied()
+            .filter(|name| !seen.contains(*name))
+            .collect();
+        if missing.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "steps never timed: {missing:?}; seen {seen:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn auth_styles_prefixes_and_401() {
     let (_dir, server) = server(&[]);

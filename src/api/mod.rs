@@ -27,10 +27,12 @@ use axum::routing::{get, post};
 use sha2::{Digest, Sha256};
 
 use crate::service::{Service, ServiceError};
+use crate::timing::step;
 use crate::token::key_identity;
 use error::ApiError;
 use error::Failures;
 use request::{CancelBody, ExecBody, ExecRequest, PlainBody};
+use tracing::Instrument;
 use views::{CancelView, ErrorView, ExecReply, ExecutionView, HealthView, PlainExecView};
 
 /// Shared state of the handlers.
@@ -273,8 +275,13 @@ async fn exec_plain(
 ) -> Result<Response, ApiError> {
     let (owner, body) = authorized_body(&state, &headers, body)?;
     check_profile(&headers)?;
-    let start = request::decode_plain(&body, client_request_id(&headers))?;
-    let reply = state.service.start(owner, start).await?;
+    let start =
+        step!("decode").in_scope(|| request::decode_plain(&body, client_request_id(&headers)))?;
+    let reply = state
+        .service
+        .start(owner, start)
+        .instrument(step!("start"))
+        .await?;
     let view = PlainExecView::from_reply(reply).ok_or_else(|| {
         ApiError::Service(ServiceError::Unavailable(
             "code without tools paused".into(),
@@ -295,19 +302,27 @@ async fn exec(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let (owner, body) = authorized_body(&state, &headers, body)?;
+    let (owner, body) = step!("auth").in_scope(|| authorized_body(&state, &headers, body))?;
     check_profile(&headers)?;
     let request_id = client_request_id(&headers);
-    let reply = match request::decode_exec(&body, request_id)? {
+    let decoded = step!("decode").in_scope(|| request::decode_exec(&body, request_id))?;
+    let reply = match decoded {
         ExecRequest::Continue { token, results } => {
             state
                 .service
                 .continue_with(owner, &token, results, request_id)
+                .instrument(step!("continue"))
                 .await?
         }
-        ExecRequest::Start(start) => state.service.start(owner, start).await?,
+        ExecRequest::Start(start) => {
+            state
+                .service
+                .start(owner, start)
+                .instrument(step!("start"))
+                .await?
+        }
     };
-    Ok(Json(ExecReply::from(reply)).into_response())
+    Ok(step!("respond").in_scope(|| Json(ExecReply::from(reply)).into_response()))
 }
 
 /// The client's id for a request (`X-LibreChat-Code-Request-ID`), for cancel.

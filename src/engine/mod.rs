@@ -30,6 +30,8 @@ use crate::sandbox::protocol::{
     ChildLimits, ChildOutcome, FrameError, FromChild, PendingCall, StartJob, ToChild, nonblocking,
 };
 use crate::sandbox::zygote::Supervisor;
+use crate::timing::step;
+use tracing::Instrument;
 
 mod config;
 mod parking;
@@ -160,7 +162,7 @@ impl Engine {
 
     /// Runs a new execution to its first pause or its end.
     pub async fn start(&self, record: &mut ExecutionRecord) -> Result<Step, EngineError> {
-        let program = match self.program_json(record) {
+        let program = match step!("rewrite").in_scope(|| self.program_json(record)) {
             Ok(program) => program,
             Err(step) => return Ok(self.fail_early(record, step)),
         };
@@ -194,7 +196,10 @@ impl Engine {
                 .await
                 .is_ok()
             {
-                let step = self.await_child(record, child, Duration::ZERO).await;
+                let step = self
+                    .await_child(record, child, Duration::ZERO)
+                    .instrument(step!("child"))
+                    .await;
                 // A child that died before answering (killed or OOM-killed
                 // while parked, or dying then) left the record untouched:
                 // replay instead, as when the frame cannot even be written.
@@ -204,7 +209,7 @@ impl Engine {
                 tracing::warn!(execution = %record.id_hex(), "parked child died; resuming cold");
             }
         }
-        let program = match self.program_json(record) {
+        let program = match step!("rewrite").in_scope(|| self.program_json(record)) {
             Ok(program) => program,
             Err(step) => return Ok((self.fail_early(record, step), ResumeKind::Cold)),
         };
@@ -352,13 +357,18 @@ impl Engine {
             let mut child = self
                 .pool
                 .take()
+                .instrument(step!("take_child"))
                 .await
                 .map_err(|e| EngineError::Sandbox(e.to_string()))?;
             if nonblocking::write_frame(&mut child.stream, &message)
+                .instrument(step!("send_job"))
                 .await
                 .is_ok()
             {
-                let step = self.await_child(record, child, replay_allowance).await;
+                let step = self
+                    .await_child(record, child, replay_allowance)
+                    .instrument(step!("child"))
+                    .await;
                 // Refill after the answer: a fork (copying the zygote's page
                 // tables) competes for the CPU with the child's run.
                 self.pool.refill();

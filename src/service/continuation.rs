@@ -15,6 +15,10 @@ use crate::journal::{CallResult, PendingRound};
 use crate::state::{Answered, ExecState, Status, results_digest, state_key};
 use crate::token::TokenError;
 
+use tracing::Instrument;
+
+use crate::timing::step;
+
 use super::error::ServiceError;
 use super::messages::{Reply, ToolResult};
 use super::{Service, TIMEOUT_RANGE_MS, now_secs};
@@ -49,10 +53,12 @@ impl Service {
         results: Vec<ToolResult>,
         request_id: Option<&str>,
     ) -> Result<Reply, ServiceError> {
-        let claims = self.keys.verify(token, now_secs()).map_err(|e| match e {
-            TokenError::Expired => ServiceError::Expired,
-            _ => ServiceError::InvalidToken,
-        })?;
+        let claims = step!("verify")
+            .in_scope(|| self.keys.verify(token, now_secs()))
+            .map_err(|e| match e {
+                TokenError::Expired => ServiceError::Expired,
+                _ => ServiceError::InvalidToken,
+            })?;
         if claims.key_identity != owner {
             return Err(ServiceError::InvalidToken);
         }
@@ -67,7 +73,7 @@ impl Service {
                 .await;
         }
         self.admit(owner, incoming)?;
-        let mut record = self.load_record(&id)?;
+        let mut record = step!("load_record").in_scope(|| self.load_record(&id))?;
         if request_id.cancelled_early {
             return self.cancel_now(record, state).await;
         }
@@ -81,13 +87,19 @@ impl Service {
             }),
             ..state.clone()
         };
-        if let Err(refused) = self.claim(&id, &state_bytes, &running, claims.round) {
+        let claimed =
+            step!("claim").in_scope(|| self.claim(&id, &state_bytes, &running, claims.round));
+        if let Err(refused) = claimed {
             return self
                 .answer_retry(&id, owner, claims.round, digest, refused)
                 .await;
         }
         let started = std::time::Instant::now();
-        let resumed = self.engine.resume(&mut record, ordered).await;
+        let resumed = self
+            .engine
+            .resume(&mut record, ordered)
+            .instrument(step!("resume"))
+            .await;
         let (step, kind) = match resumed {
             Ok(done) => done,
             Err(error) => {
@@ -100,7 +112,9 @@ impl Service {
         if kind == ResumeKind::Cold {
             metrics::counter!("baton_cold_resumes_total").increment(1);
         }
-        self.settle(record, running, step).await
+        self.settle(record, running, step)
+            .instrument(step!("settle"))
+            .await
     }
 
     /// The answer to a continuation of `round` that cannot claim it: when

@@ -11,6 +11,10 @@ use crate::quota::Item;
 use crate::state::{EndedOutcome, ExecState, Status, outcome_key, record_key, state_key};
 use crate::workspace::FileMeta;
 
+use tracing::Instrument;
+
+use crate::timing::step;
+
 use super::error::ServiceError;
 use super::messages::{Reply, cancelled_reply};
 use super::{Service, now_secs};
@@ -32,11 +36,12 @@ impl Service {
         deletes: &[&[u8]],
         stored: Stored,
     ) -> Result<(), ServiceError> {
-        self.store
-            .apply_batch(puts, deletes)
+        step!("store_write")
+            .in_scope(|| self.store.apply_batch(puts, deletes))
             .map_err(ServiceError::store)?;
         self.durability
             .durable()
+            .instrument(step!("flush"))
             .await
             .map_err(ServiceError::store)?;
         self.usage.set(
@@ -68,8 +73,8 @@ impl Service {
                     return Err(ServiceError::TooManyRounds(self.config.max_rounds));
                 }
                 metrics::counter!("baton_rounds_total").increment(1);
-                let record_bytes = record
-                    .encode()
+                let record_bytes = step!("encode")
+                    .in_scope(|| record.encode())
                     .map_err(|e| ServiceError::Corrupt(e.to_string()))?;
                 if let Some(failure) = self.oversized(record_bytes.len()) {
                     self.engine.evict(&record.id);

@@ -4,6 +4,10 @@ use crate::engine::ExecutionSpec;
 use crate::journal::WorkspaceFile;
 use crate::state::{ExecState, Status, state_key};
 
+use tracing::Instrument;
+
+use crate::timing::step;
+
 use super::error::ServiceError;
 use super::messages::{FileRef, Reply, StartRequest};
 use super::{Service, now_secs};
@@ -78,9 +82,8 @@ impl Service {
             files,
             argv: request.argv,
         };
-        let mut record = self
-            .engine
-            .prepare(spec)
+        let mut record = step!("prepare")
+            .in_scope(|| self.engine.prepare(spec))
             .map_err(|e| ServiceError::Invalid(e.to_string()))?;
         let state = ExecState {
             status: Status::Running,
@@ -89,8 +92,8 @@ impl Service {
             expires_at: now_secs() + self.config.paused_ttl_secs,
             answered: None,
         };
-        self.store
-            .put(&state_key(&record.id), &state.encode())
+        step!("store_state")
+            .in_scope(|| self.store.put(&state_key(&record.id), &state.encode()))
             .map_err(ServiceError::store)?;
         self.link_request(owner, &request_id, record.id)?;
         if request_id.cancelled_early {
@@ -101,9 +104,12 @@ impl Service {
         let step = self
             .engine
             .start(&mut record)
+            .instrument(step!("run"))
             .await
             .map_err(|e| ServiceError::Unavailable(e.to_string()))?;
         metrics::histogram!("baton_start_to_pause_seconds").record(started.elapsed().as_secs_f64());
-        self.settle(record, state, step).await
+        self.settle(record, state, step)
+            .instrument(step!("settle"))
+            .await
     }
 }

@@ -6,6 +6,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -26,19 +27,28 @@ pub(crate) struct Server {
     /// Its data directory (kept across restarts by the test).
     pub data_dir: PathBuf,
     extra: Vec<String>,
+    /// What the server printed (its log), across restarts.
+    log: Arc<Mutex<Vec<String>>>,
 }
 
 impl Server {
     /// Starts a server on a fresh data directory.
     pub(crate) fn start(data_dir: &Path, extra: &[&str]) -> Server {
         let extra: Vec<String> = extra.iter().map(|s| (*s).to_owned()).collect();
-        let (child, base) = spawn(data_dir, &extra);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (child, base) = spawn(data_dir, &extra, &log);
         Server {
             child: Some(child),
             base,
             data_dir: data_dir.to_owned(),
             extra,
+            log,
         }
+    }
+
+    /// The lines the server printed so far.
+    pub(crate) fn log_lines(&self) -> Vec<String> {
+        self.log.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
     /// The server's process id, while it runs.
@@ -82,7 +92,7 @@ impl Server {
     /// Starts again on the same data directory and flags.
     pub(crate) fn restart(&mut self) {
         self.kill();
-        let (child, base) = spawn(&self.data_dir, &self.extra);
+        let (child, base) = spawn(&self.data_dir, &self.extra, &self.log);
         self.child = Some(child);
         self.base = base;
     }
@@ -265,7 +275,7 @@ fn unless_given<'a>(extra: &[String], flag: &'a str, value: &'a str) -> Vec<&'a 
     }
 }
 
-fn spawn(data_dir: &Path, extra: &[String]) -> (Child, String) {
+fn spawn(data_dir: &Path, extra: &[String], log: &Arc<Mutex<Vec<String>>>) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_baton"))
         .arg("serve")
         .arg("--listen")
@@ -293,7 +303,16 @@ fn spawn(data_dir: &Path, extra: &[String]) -> (Child, String) {
             _ => panic!("baton exited before listening"),
         }
     };
-    std::thread::spawn(move || for _ in lines {});
+    let log = log.clone();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            if let Ok(mut log) = log.lock()
+                && log.len() < 100_000
+            {
+                log.push(line);
+            }
+        }
+    });
     wait_until_ready(&base);
     (child, base)
 }

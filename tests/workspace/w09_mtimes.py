@@ -17,3 +17,18 @@ st = os.stat("/mnt/data/first.txt")
 print(st.st_mtime_ns // 1_000_000_000 == int(st.st_mtime), st.st_size, st.st_nlink)
 newest = max(os.listdir("/mnt/data"), key=lambda n: (os.path.getmtime(os.path.join("/mnt/data", n)), n))
 print(newest)
+# copy2 copies times through os.utime(ns=...): they must round-trip exactly,
+# whatever the clock's fraction of a second.
+import shutil
+same = True
+for i in range(40):
+    path = "/mnt/data/t%d.txt" % i
+    with open(path, "w") as f:
+        f.write("x")
+    time.sleep(0.0007)
+    shutil.copy2(path, path + ".copy")
+    a, b = os.stat(path), os.stat(path + ".copy")
+    same = same and a.st_mtime == b.st_mtime and a.st_mtime_ns == b.st_mtime_ns
+    os.remove(path)
+    os.remove(path + ".copy")
+print("copy2 keeps times exactly:", same)
