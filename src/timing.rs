@@ -13,7 +13,7 @@ pub const TARGET: &str = "baton::timing";
 /// A span for the step `$name` of a request.
 macro_rules! step {
     ($name:literal) => {
-        tracing::debug_span!(target: "baton::timing", $name)
+        tracing::debug_span!(target: $crate::timing::TARGET, $name)
     };
 }
 

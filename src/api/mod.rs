@@ -25,6 +25,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use sha2::{Digest, Sha256};
+use tracing::Instrument;
 
 use crate::service::{Service, ServiceError};
 use crate::timing::step;
@@ -32,7 +33,6 @@ use crate::token::key_identity;
 use error::ApiError;
 use error::Failures;
 use request::{CancelBody, ExecBody, ExecRequest, PlainBody};
-use tracing::Instrument;
 use views::{CancelView, ErrorView, ExecReply, ExecutionView, HealthView, PlainExecView};
 
 /// Shared state of the handlers.

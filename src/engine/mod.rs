@@ -19,6 +19,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use tracing::Instrument;
+
 use crate::failure::Failure;
 use crate::journal::{
     CallRecord, CallResult, ClockBase, ExecutionRecord, FrameSummary, PendingRound, Round,
@@ -31,7 +33,6 @@ use crate::sandbox::protocol::{
 };
 use crate::sandbox::zygote::Supervisor;
 use crate::timing::step;
-use tracing::Instrument;
 
 mod config;
 mod parking;

@@ -117,7 +117,7 @@ impl Parking {
         children
             .iter()
             .filter(|(_, p)| p.bytes.is_none() && p.since.elapsed() >= MEASURE_AFTER)
-            .map(|(id, p)| (*id, p.child.pid, p.zygote))
+            .map(|(id, p)| (*id, p.child.pid(), p.zygote))
             .collect()
     }
 
@@ -135,7 +135,7 @@ impl Parking {
         match children.get_mut(&id) {
             // A child that cannot be measured counts as nothing, and is not
             // measured again.
-            Some(parked) if parked.child.pid == pid => parked.bytes = Some(bytes.unwrap_or(0)),
+            Some(parked) if parked.child.pid() == pid => parked.bytes = Some(bytes.unwrap_or(0)),
             _ => return,
         }
         let mut evicted = 0;
@@ -176,7 +176,7 @@ impl Parking {
 
     /// The pid of the child parked for `id`.
     pub(super) fn pid(&self, id: &[u8; 16]) -> Option<i32> {
-        self.children.lock().ok()?.get(id).map(|p| p.child.pid)
+        self.children.lock().ok()?.get(id).map(|p| p.child.pid())
     }
 }
 

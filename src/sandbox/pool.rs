@@ -68,8 +68,6 @@ impl ChildKiller {
 
 /// A live child and the server's end of its socket.
 pub struct ChildProc {
-    /// The child's pid.
-    pub pid: i32,
     /// The socket, as a tokio stream.
     pub stream: tokio::net::UnixStream,
     /// What ends it, shareable with whoever may need to (a cancel).
@@ -81,13 +79,18 @@ impl ChildProc {
         let std_stream = std::os::unix::net::UnixStream::from(forked.socket);
         std_stream.set_nonblocking(true)?;
         Ok(ChildProc {
-            pid: forked.pid,
             stream: tokio::net::UnixStream::from_std(std_stream)?,
             killer: Arc::new(ChildKiller {
                 pid: forked.pid,
                 pidfd: forked.pidfd,
             }),
         })
+    }
+
+    /// The child's pid (to read its `/proc` files; signals go through
+    /// [`ChildKiller`]).
+    pub fn pid(&self) -> i32 {
+        self.killer.pid
     }
 
     /// Kills the child at once.

@@ -10,14 +10,13 @@
 
 use std::time::Duration;
 
+use tracing::Instrument;
+
 use crate::engine::ResumeKind;
 use crate::journal::{CallResult, PendingRound};
 use crate::state::{Answered, ExecState, Status, results_digest, state_key};
-use crate::token::TokenError;
-
-use tracing::Instrument;
-
 use crate::timing::step;
+use crate::token::TokenError;
 
 use super::error::ServiceError;
 use super::messages::{Reply, ToolResult};

@@ -4,16 +4,15 @@
 //! Invariant: a pause's record and state are durable (group commit) before
 //! the reply that carries its token exists.
 
+use tracing::Instrument;
+
 use crate::engine::Step;
 use crate::failure::Failure;
 use crate::journal::ExecutionRecord;
 use crate::quota::Item;
 use crate::state::{EndedOutcome, ExecState, Status, outcome_key, record_key, state_key};
-use crate::workspace::FileMeta;
-
-use tracing::Instrument;
-
 use crate::timing::step;
+use crate::workspace::FileMeta;
 
 use super::error::ServiceError;
 use super::messages::{Reply, cancelled_reply};

@@ -1,11 +1,10 @@
 //! Start: a new execution from a request, run to its first pause or end.
 
+use tracing::Instrument;
+
 use crate::engine::ExecutionSpec;
 use crate::journal::WorkspaceFile;
 use crate::state::{ExecState, Status, state_key};
-
-use tracing::Instrument;
-
 use crate::timing::step;
 
 use super::error::ServiceError;
