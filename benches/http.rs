@@ -1,10 +1,27 @@
-//! HTTP benchmark (not a test): a real `baton serve` on loopback with a real
-//! sled store, driven by concurrent clients. Each client runs executions of
-//! three rounds to completion. Reports request latency medians, throughput,
-//! and how many pauses shared each disk flush (group commit).
+//! HTTP benchmark (not a test): what a client sees. A real `baton serve` on
+//! loopback with sled on disk (every pause flushed before its token), driven
+//! by keep-alive clients on the same two cores.
+//!
+//! It measures, as issue #15 states them:
+//! - alone (one client, `BATON_BENCH_GAP_MS`, default 30 ms, between
+//!   requests): start → first pause, continue → next pause and continue →
+//!   completed of the 2-call program with 9 tools; a tool-free `print(1)`
+//!   through `/exec/programmatic` and through `/exec`; the whole of a
+//!   20-round loop (its rounds back to back);
+//! - rounds per second (a round is one request that runs the program to
+//!   its next pause or end) with 1, 8 and 32 clients running the 2-call
+//!   program back to back;
+//! - a 20-round execution whose tool results are 1 MB each: the time of
+//!   each continue and the bytes the server wrote (`/proc/<pid>/io`) for
+//!   it, at rounds 2, 10 and 20.
+//!
+//! Each figure is the median of three runs' medians. With
+//! `BATON_BENCH_BEFORE=<path of an earlier baton>` it drives that build and
+//! this one alternately in the same session and prints them side by side.
 //!
 //! Run: `cargo bench --ignore-rust-version --bench http`.
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -14,100 +31,303 @@ mod server;
 
 use server::{KEY, Server};
 
-const CODE: &str = "a = await get_weather(city='a')\nb = await get_weather(city='bb')\nc = await get_weather(city='ccc')\nprint(a['t'] + b['t'] + c['t'])\n";
+const TWO_CALL: &str =
+    "city = await get_city()\nw = await get_weather(city=city)\nprint(city, w['t'])\n";
+const LOOP_20: &str = "total = 0\nfor i in range(20):\n    w = await get_weather(city=str(i))\n    total += w['t']\nprint(total)\n";
+const LARGE_20: &str =
+    "n = 0\nfor i in range(20):\n    blob = await fetch(i=i)\n    n += len(blob)\nprint(n)\n";
+const RUNS: usize = 3;
+const ALONE_ITERATIONS: usize = 40;
+const THROUGHPUT_SECONDS: f64 = 3.0;
 
-fn post(base: &str, body: &Value) -> (Value, Duration) {
-    let began = Instant::now();
-    let reply: Value = ureq::post(&format!("{base}/exec/programmatic"))
-        .set("x-api-key", KEY)
-        .send_json(body.clone())
-        .unwrap_or_else(|e| panic!("{e}"))
-        .into_json()
-        .unwrap_or_else(|e| panic!("{e}"));
-    (reply, began.elapsed())
+/// The nine tools of the 2-call program (two used).
+fn nine_tools() -> Value {
+    let names = [
+        "get_city",
+        "get_weather",
+        "get_time",
+        "search_web",
+        "send_email",
+        "read_calendar",
+        "create_event",
+        "translate",
+        "convert_currency",
+    ];
+    let tools: Vec<Value> = names
+        .iter()
+        .map(|name| {
+            json!({"name": name, "description": format!("{name} tool"),
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}})
+        })
+        .collect();
+    Value::Array(tools)
 }
 
-fn execution(base: &str) -> (Duration, Vec<Duration>) {
-    let tools = json!([{"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {}}}}]);
-    let (mut reply, start) = post(base, &json!({"code": CODE, "tools": tools}));
-    let mut continues = Vec::new();
-    while reply["status"] == "tool_call_required" {
+/// One keep-alive client.
+struct Client {
+    agent: ureq::Agent,
+    base: String,
+}
+
+impl Client {
+    fn new(base: &str) -> Client {
+        Client {
+            agent: ureq::AgentBuilder::new()
+                .timeout(Duration::from_secs(120))
+                .build(),
+            base: base.to_owned(),
+        }
+    }
+
+    fn post(&self, path: &str, body: &Value) -> (Value, Duration) {
+        let text = body.to_string();
+        let began = Instant::now();
+        let reply: Value = self
+            .agent
+            .post(&format!("{}{path}", self.base))
+            .set("x-api-key", KEY)
+            .set("content-type", "application/json")
+            .send_string(&text)
+            .unwrap_or_else(|e| panic!("{path}: {e}"))
+            .into_json()
+            .unwrap_or_else(|e| panic!("{e}"));
+        (reply, began.elapsed())
+    }
+
+    /// Answers every pending call of `reply` with `result`.
+    fn answer(&self, reply: &Value, result: &Value) -> (Value, Duration) {
         let results: Vec<Value> = reply["tool_calls"]
             .as_array()
             .map(|calls| {
                 calls
                     .iter()
-                    .map(|c| json!({"call_id": c["id"], "result": {"t": 1}, "is_error": false}))
+                    .map(|c| json!({"call_id": c["id"], "result": result, "is_error": false}))
                     .collect()
             })
             .unwrap_or_default();
-        let (next, took) = post(
-            base,
+        self.post(
+            "/exec/programmatic",
             &json!({"continuation_token": reply["continuation_token"], "tool_results": results}),
+        )
+    }
+
+    /// The 2-call program: (start → pause, continue → pause, continue → end).
+    fn two_call(&self, tools: &Value, gap: Duration) -> [Duration; 3] {
+        let (first, start) = self.post(
+            "/exec/programmatic",
+            &json!({"code": TWO_CALL, "tools": tools}),
         );
-        continues.push(took);
+        std::thread::sleep(gap);
+        let (second, to_pause) = self.answer(&first, &json!("SF"));
+        std::thread::sleep(gap);
+        let (end, to_end) = self.answer(&second, &json!({"t": 21}));
+        assert_eq!(end["stdout"], "SF 21\n", "{end}");
+        [start, to_pause, to_end]
+    }
+
+    /// A whole execution of `code`, its rounds back to back; returns the
+    /// time and the number of requests.
+    fn whole(&self, code: &str, tools: &Value, result: &Value) -> (Duration, usize, Value) {
+        let began = Instant::now();
+        let (mut reply, _) =
+            self.post("/exec/programmatic", &json!({"code": code, "tools": tools}));
+        let mut requests = 1;
+        while reply["status"] == "tool_call_required" {
+            reply = self.answer(&reply, result).0;
+            requests += 1;
+        }
+        (began.elapsed(), requests, reply)
+    }
+}
+
+fn median(samples: &mut [f64]) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples.get(samples.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn percentile(samples: &mut [f64], p: f64) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    samples.get(index).copied().unwrap_or(f64::NAN)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Bytes the process wrote to storage so far (`write_bytes`).
+fn written_bytes(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/io"))
+        .ok()
+        .and_then(|io| {
+            io.lines()
+                .find_map(|l| l.strip_prefix("write_bytes: "))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(f64::NAN)
+}
+
+/// One run's figures, by name.
+type Figures = Vec<(&'static str, f64)>;
+
+fn alone(client: &Client, figures: &mut Figures) {
+    let gap = Duration::from_millis(
+        std::env::var("BATON_BENCH_GAP_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(30),
+    );
+    let tools = nine_tools();
+    let (mut starts, mut to_pause, mut to_end) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut print_programmatic, mut print_exec, mut loops) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..ALONE_ITERATIONS {
+        std::thread::sleep(gap);
+        let [s, p, e] = client.two_call(&tools, gap);
+        starts.push(ms(s));
+        to_pause.push(ms(p));
+        to_end.push(ms(e));
+        std::thread::sleep(gap);
+        let (reply, took) = client.post("/exec/programmatic", &json!({"code": "print(1)"}));
+        assert_eq!(reply["stdout"], "1\n", "{reply}");
+        print_programmatic.push(ms(took));
+        std::thread::sleep(gap);
+        let (reply, took) = client.post("/exec", &json!({"lang": "py", "code": "print(1)"}));
+        assert_eq!(reply["stdout"], "1\n", "{reply}");
+        print_exec.push(ms(took));
+    }
+    for _ in 0..ALONE_ITERATIONS / 2 {
+        std::thread::sleep(gap);
+        let (took, _, reply) = client.whole(LOOP_20, &tools, &json!({"t": 1}));
+        assert_eq!(reply["stdout"], "20\n", "{reply}");
+        loops.push(ms(took));
+    }
+    figures.push(("start → first pause, median", median(&mut starts)));
+    figures.push(("start → first pause, p99", percentile(&mut starts, 0.99)));
+    figures.push(("continue → next pause, median", median(&mut to_pause)));
+    figures.push(("continue → completed, median", median(&mut to_end)));
+    figures.push((
+        "print(1), /exec/programmatic, median",
+        median(&mut print_programmatic),
+    ));
+    figures.push(("print(1), /exec, median", median(&mut print_exec)));
+    figures.push(("print(1), /exec, p99", percentile(&mut print_exec, 0.99)));
+    figures.push(("20-round loop, whole execution, median", median(&mut loops)));
+}
+
+/// Rounds per second with `clients` clients running the 2-call program
+/// back to back for a fixed time.
+fn rounds_per_second(base: &str, clients: usize) -> f64 {
+    let tools = nine_tools();
+    let began = Instant::now();
+    let handles: Vec<_> = (0..clients)
+        .map(|_| {
+            let client = Client::new(base);
+            let tools = tools.clone();
+            std::thread::spawn(move || {
+                let mut rounds = 0usize;
+                while began.elapsed().as_secs_f64() < THROUGHPUT_SECONDS {
+                    client.two_call(&tools, Duration::ZERO);
+                    rounds += 3;
+                }
+                rounds
+            })
+        })
+        .collect();
+    let rounds: usize = handles.into_iter().map(|h| h.join().unwrap_or(0)).sum();
+    rounds as f64 / began.elapsed().as_secs_f64()
+}
+
+/// A 20-round execution with 1 MB results: each continue's time and bytes
+/// written, at rounds 2, 10 and 20.
+fn large_rounds(client: &Client, pid: u32, figures: &mut Figures) {
+    let tools = json!([{"name": "fetch", "parameters": {"type": "object", "properties": {"i": {"type": "integer"}}}}]);
+    let blob = json!("x".repeat(1 << 20));
+    let (mut reply, _) = client.post(
+        "/exec/programmatic",
+        &json!({"code": LARGE_20, "tools": tools}),
+    );
+    let mut continues = 0;
+    while reply["status"] == "tool_call_required" {
+        continues += 1;
+        let written = written_bytes(pid);
+        let (next, took) = client.answer(&reply, &blob);
+        let bytes = written_bytes(pid) - written;
+        let (time_name, bytes_name) = match continues {
+            1 => (
+                "1 MB results: continue → pause 2, ms",
+                "1 MB results: MB written for pause 2",
+            ),
+            10 => (
+                "1 MB results: continue → pause 11, ms",
+                "1 MB results: MB written for pause 11",
+            ),
+            19 => (
+                "1 MB results: continue → pause 20, ms",
+                "1 MB results: MB written for pause 20",
+            ),
+            _ => ("", ""),
+        };
+        if !time_name.is_empty() {
+            figures.push((time_name, ms(took)));
+            figures.push((bytes_name, bytes / 1e6));
+        }
         reply = next;
     }
-    assert_eq!(reply["stdout"], "3\n", "{reply}");
-    (start, continues)
+    assert_eq!(reply["stdout"], format!("{}\n", 20 << 20), "{reply}");
 }
 
-fn metric(text: &str, name: &str) -> f64 {
-    text.lines()
-        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
-        .and_then(|l| l.split_whitespace().last())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0)
-}
-
-fn median(mut samples: Vec<Duration>) -> f64 {
-    samples.sort();
-    samples[samples.len() / 2].as_secs_f64() * 1e3
+/// One run against `binary`: a fresh server and data directory.
+fn run(binary: &Path) -> Figures {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::start_binary(binary, dir.path(), &["--pool-size", "4"]);
+    let client = Client::new(&server.base);
+    client.two_call(&nine_tools(), Duration::ZERO);
+    let mut figures = Figures::new();
+    alone(&client, &mut figures);
+    for (clients, name) in [
+        (1, "rounds/s, 1 client"),
+        (8, "rounds/s, 8 clients"),
+        (32, "rounds/s, 32 clients"),
+    ] {
+        figures.push((name, rounds_per_second(&server.base, clients)));
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let pid = server.pid().unwrap_or_else(|| panic!("no server pid"));
+    large_rounds(&client, pid, &mut figures);
+    figures
 }
 
 fn main() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::start(dir.path(), &["--pool-size", "8"]);
-    execution(&server.base);
-    for clients in [1usize, 8, 32] {
-        let per_client = 120 / clients.max(1) + 2;
-        let metrics_before = ureq::get(&format!("{}/metrics", server.base))
-            .call()
-            .ok()
-            .and_then(|r| r.into_string().ok())
-            .unwrap_or_default();
-        let began = Instant::now();
-        let handles: Vec<_> = (0..clients)
-            .map(|_| {
-                let base = server.base.clone();
-                std::thread::spawn(move || {
-                    (0..per_client)
-                        .map(|_| execution(&base))
-                        .collect::<Vec<_>>()
-                })
+    let this = PathBuf::from(env!("CARGO_BIN_EXE_baton"));
+    let before = std::env::var_os("BATON_BENCH_BEFORE").map(PathBuf::from);
+    let mut builds: Vec<(&str, PathBuf)> = Vec::new();
+    if let Some(before) = before {
+        builds.push(("before", before));
+    }
+    builds.push(("this build", this));
+    let mut runs: Vec<Vec<Figures>> = vec![Vec::new(); builds.len()];
+    for index in 0..RUNS {
+        for (slot, (label, binary)) in builds.iter().enumerate() {
+            let figures = run(binary);
+            eprintln!("run {} of {RUNS}, {label}: {figures:?}", index + 1);
+            runs[slot].push(figures);
+        }
+    }
+    let header: Vec<&str> = builds.iter().map(|(label, _)| *label).collect();
+    println!("| measure | {} |", header.join(" | "));
+    println!("|---|{}", "---|".repeat(builds.len()));
+    let names: Vec<&'static str> = runs[0][0].iter().map(|(name, _)| *name).collect();
+    for name in names {
+        let cells: Vec<String> = runs
+            .iter()
+            .map(|build_runs| {
+                let mut values: Vec<f64> = build_runs
+                    .iter()
+                    .filter_map(|f| f.iter().find(|(n, _)| *n == name).map(|(_, v)| *v))
+                    .collect();
+                format!("{:.2}", median(&mut values))
             })
             .collect();
-        let runs: Vec<_> = handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect();
-        let elapsed = began.elapsed();
-        let metrics_after = ureq::get(&format!("{}/metrics", server.base))
-            .call()
-            .ok()
-            .and_then(|r| r.into_string().ok())
-            .unwrap_or_default();
-        let flushes = metric(&metrics_after, "baton_store_flushes_total")
-            - metric(&metrics_before, "baton_store_flushes_total");
-        let requests = runs.len() * 4;
-        let starts: Vec<_> = runs.iter().map(|(s, _)| *s).collect();
-        let continues: Vec<_> = runs.iter().flat_map(|(_, c)| c.clone()).collect();
-        println!(
-            "{clients:>3} clients: {:>6.0} requests/s   start median {:>6.2} ms   continue median {:>6.2} ms   {:>5.2} durable writes per flush",
-            requests as f64 / elapsed.as_secs_f64(),
-            median(starts),
-            median(continues),
-            requests as f64 / flushes.max(1.0)
-        );
+        println!("| {name} | {} |", cells.join(" | "));
     }
 }

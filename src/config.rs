@@ -37,6 +37,9 @@ pub mod defaults {
     pub const MAX_PARKED_MB: u64 = 1024;
     /// Bytes one API key may store, MiB.
     pub const MAX_KEY_STORAGE_MB: u64 = 1024;
+    /// Memory for the records of recent pauses (hot continuations read no
+    /// journal), MiB.
+    pub const RECORD_CACHE_MB: u64 = 256;
     /// Memory one child may allocate, MiB.
     pub const MEMORY_MB: u64 = 256;
     /// Stdout, and stderr, of one execution, bytes.
@@ -117,6 +120,11 @@ pub struct ServeArgs {
     /// Beyond it requests get 429 `rate_limited` until some of it expires.
     #[arg(long, env = "BATON_MAX_KEY_STORAGE_MB", default_value_t = defaults::MAX_KEY_STORAGE_MB)]
     pub max_key_storage_mb: u64,
+    /// Memory the server keeps the records of recent pauses in, in MiB, so
+    /// a continuation of a parked execution reads no journal from the
+    /// store; 0 turns it off. One record may use a quarter of it.
+    #[arg(long, env = "BATON_RECORD_CACHE_MB", default_value_t = defaults::RECORD_CACHE_MB)]
+    pub record_cache_mb: u64,
     /// Memory each child may allocate, in MiB.
     #[arg(long, env = "BATON_MEMORY_MB", default_value_t = defaults::MEMORY_MB)]
     pub memory_mb: u64,

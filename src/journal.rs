@@ -7,8 +7,12 @@
 //! tool and input, and the result the client gave). Output so far is kept so
 //! that a replay can be checked against it and so that a restart loses none.
 //!
-//! Encoding: the 4-byte magic `BATN`, a little-endian `u16` format version,
-//! then the bincode of [`ExecutionRecord`].
+//! Encoding: stored in parts (format 4, [`parts`]): a start part written
+//! once, a part per completed round, and a progress part rewritten at each
+//! pause, so a pause writes only what it added. Formats 2 and 3 stored the
+//! whole record as one value (the 4-byte magic `BATN`, a little-endian
+//! `u16` version, then the bincode of [`ExecutionRecord`]); such records
+//! still decode ([`ExecutionRecord::decode`]).
 //!
 //! Architecture Invariant: a record that decodes is internally consistent
 //! (checked by [`ExecutionRecord::validate`] on decode): every completed round
@@ -16,12 +20,19 @@
 //! the pending round (if any) has at least one call. A replay can therefore
 //! index the record without panicking, whatever bytes the store returned.
 
+mod parts;
+
 use serde::{Deserialize, Serialize};
+
+pub use parts::{NewParts, StoredExtent, is_whole_record};
 
 use crate::tools::ToolDef;
 
-/// The on-disk format version written by this build.
-pub const FORMAT_VERSION: u16 = 3;
+/// The on-disk format version written by this build (record parts).
+pub const FORMAT_VERSION: u16 = 4;
+/// The last format that stored a record whole (read, and written only by
+/// [`ExecutionRecord::encode`] for tests and fuzzing).
+pub const WHOLE_FORMAT_VERSION: u16 = 3;
 const MAGIC: &[u8; 4] = b"BATN";
 
 /// Why a stored record could not be read.
@@ -163,22 +174,25 @@ pub struct ExecutionRecord {
     /// (not stored).
     #[serde(skip)]
     pub removed: Vec<String>,
+    /// What the store holds of this record (not stored).
+    #[serde(skip)]
+    pub stored: StoredExtent,
 }
 
 impl ExecutionRecord {
-    /// Encodes the record with its magic and version. Bincode of this plain
-    /// data into memory does not fail; if it ever did, the error is returned
-    /// rather than a partial record stored.
+    /// Encodes the whole record in format 3 (what earlier builds stored).
+    /// Bincode of this plain data into memory does not fail; if it ever
+    /// did, the error is returned rather than a partial record.
     pub fn encode(&self) -> Result<Vec<u8>, JournalError> {
         let mut out = Vec::with_capacity(256 + self.source.len() + self.stdout.len());
         out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&WHOLE_FORMAT_VERSION.to_le_bytes());
         bincode::serialize_into(&mut out, self)
             .map_err(|e| JournalError::Corrupt(format!("the record does not encode: {e}")))?;
         Ok(out)
     }
 
-    /// Decodes and validates a record.
+    /// Decodes and validates a whole record of format 2 or 3.
     pub fn decode(bytes: &[u8]) -> Result<Self, JournalError> {
         let body = check_header(bytes)?;
         let options = bincode_limits(bytes.len());
@@ -241,16 +255,16 @@ impl ExecutionRecord {
     }
 }
 
-/// The body of a record, in this build's format. A format-2 record is the
-/// same bincode without the trailing `argv`: appending an empty vector's
-/// encoding (a zero `u64` length) makes it a format-3 body.
+/// The body of a whole record. A format-2 record is the same bincode
+/// without the trailing `argv`: appending an empty vector's encoding (a
+/// zero `u64` length) makes it a format-3 body.
 fn check_header(bytes: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, JournalError> {
     if bytes.len() < 6 || &bytes[..4] != MAGIC {
         return Err(JournalError::BadMagic);
     }
     let version = u16::from_le_bytes([bytes[4], bytes[5]]);
     match version {
-        FORMAT_VERSION => Ok(std::borrow::Cow::Borrowed(&bytes[6..])),
+        WHOLE_FORMAT_VERSION => Ok(std::borrow::Cow::Borrowed(&bytes[6..])),
         2 => Ok(std::borrow::Cow::Owned(
             [&bytes[6..], 0u64.to_le_bytes().as_slice()].concat(),
         )),
@@ -269,10 +283,11 @@ fn bincode_limits(input_len: usize) -> impl bincode::Options {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn sample() -> ExecutionRecord {
+    /// A paused record with one completed round, output and a file.
+    pub(crate) fn sample() -> ExecutionRecord {
         let call = CallRecord {
             id: "call_1".into(),
             site: 0,
@@ -319,6 +334,7 @@ mod tests {
             argv: vec![],
             produced: vec![],
             removed: vec![],
+            stored: StoredExtent::default(),
         }
     }
 

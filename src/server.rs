@@ -93,6 +93,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             max_record_bytes: args.max_record_bytes,
             file_ttl_secs: args.file_ttl_secs,
             max_key_storage_bytes: args.max_key_storage_mb.saturating_mul(1 << 20),
+            record_cache_bytes: args.record_cache_mb.saturating_mul(1 << 20),
         },
     );
     let recovered = service.recover().map_err(|e| e.to_string())?;

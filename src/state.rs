@@ -5,7 +5,10 @@
 //!
 //! Keys:
 //! - `s/<id 16>`: the [`ExecState`];
-//! - `r/<id 16>`: the [`crate::journal::ExecutionRecord`] while it can run;
+//! - `r/<id 16>`, `p/<id 16>`, `j/<id 16><round u32 BE>`: the
+//!   [`crate::journal::ExecutionRecord`] while it can run, in parts (its
+//!   start, its progress, one per completed round; see
+//!   `journal/parts.rs`); `r/` alone holds a whole record of format 2 or 3;
 //! - `o/<id 16>`: the [`EndedOutcome`] once it ended, kept as long as the
 //!   state, so a retried continuation and an inspection still see it;
 //! - `q/<owner 8><request id>`: the [`RequestLink`] of a client request id
@@ -191,6 +194,10 @@ fn encode<T: Serialize>(value: &T) -> Vec<u8> {
 pub const STATES: &[u8] = b"s/";
 /// The prefix of executions' records.
 pub const RECORDS: &[u8] = b"r/";
+/// The prefix of executions' record progress parts.
+pub const PROGRESS: &[u8] = b"p/";
+/// The prefix of executions' record round parts.
+pub const ROUNDS: &[u8] = b"j/";
 /// The prefix of ended executions' outcomes.
 pub const OUTCOMES: &[u8] = b"o/";
 /// The prefix of request-id links.
@@ -206,6 +213,28 @@ pub fn state_key(id: &[u8; 16]) -> Vec<u8> {
 /// The key of an execution's record.
 pub fn record_key(id: &[u8; 16]) -> Vec<u8> {
     [RECORDS, id].concat()
+}
+
+/// The key of an execution's record progress part.
+pub fn progress_key(id: &[u8; 16]) -> Vec<u8> {
+    [PROGRESS, id].concat()
+}
+
+/// The prefix of an execution's record round parts.
+pub fn rounds_prefix(id: &[u8; 16]) -> Vec<u8> {
+    [ROUNDS, id].concat()
+}
+
+/// The key of an execution's record part for round `index` (from 0); keys
+/// sort in round order.
+pub fn round_key(id: &[u8; 16], index: u32) -> Vec<u8> {
+    [ROUNDS, id, &index.to_be_bytes()].concat()
+}
+
+/// The execution id of a key under `prefix` whose id may be followed by
+/// more (a round part's index).
+pub fn id_after_prefix(prefix: &[u8], key: &[u8]) -> Option<[u8; 16]> {
+    key.strip_prefix(prefix)?.get(..16)?.try_into().ok()
 }
 
 /// The key of an ended execution's outcome.
@@ -238,7 +267,7 @@ pub fn id_of_state_key(key: &[u8]) -> Option<[u8; 16]> {
 /// each result's call id, error flag, value (as JSON text) and message,
 /// sorted by call id.
 pub fn results_digest<'a>(
-    results: impl IntoIterator<Item = (&'a str, bool, String, Option<&'a str>)>,
+    results: impl IntoIterator<Item = (&'a str, bool, &'a str, Option<&'a str>)>,
 ) -> [u8; 32] {
     let mut entries: Vec<_> = results.into_iter().collect();
     entries.sort_by(|a, b| a.0.cmp(b.0));
@@ -247,7 +276,7 @@ pub fn results_digest<'a>(
         for part in [
             call_id,
             if is_error { "1" } else { "0" },
-            &value,
+            value,
             message.unwrap_or("\u{0}"),
         ] {
             hasher.update((part.len() as u64).to_le_bytes());
@@ -293,16 +322,16 @@ mod tests {
 
     #[test]
     fn digest_ignores_order_but_not_content() {
-        let a = || ("call_a", false, "1".to_owned(), None);
-        let b = || ("call_b", true, "null".to_owned(), Some("boom"));
+        let a = || ("call_a", false, "1", None);
+        let b = || ("call_b", true, "null", Some("boom"));
         assert_eq!(results_digest([a(), b()]), results_digest([b(), a()]));
         assert_ne!(
             results_digest([a(), b()]),
-            results_digest([a(), ("call_b", true, "null".to_owned(), Some("boom!"))])
+            results_digest([a(), ("call_b", true, "null", Some("boom!"))])
         );
         assert_ne!(
-            results_digest([("ab", false, "c".to_owned(), None)]),
-            results_digest([("a", false, "bc".to_owned(), None)])
+            results_digest([("ab", false, "c", None)]),
+            results_digest([("a", false, "bc", None)])
         );
     }
 }

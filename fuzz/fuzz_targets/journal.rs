@@ -2,7 +2,8 @@
 //!
 //! Properties: decoding never panics; a record that decodes re-encodes to
 //! bytes that decode to the same record (compared as bytes, since clocks are
-//! floats and may be NaN); and everything the server does with a record
+//! floats and may be NaN), and stored in parts (format 4) it reassembles to
+//! the same record; and everything the server does with a record
 //! before a child sees it works on it: the program is rebuilt, the replay
 //! job is framed and read back as the child reads it, and the execution renders for
 //! `/executions/{id}`.
@@ -28,10 +29,27 @@ fuzz_target!(|data: &[u8]| {
     match ExecutionRecord::decode(&encoded) {
         Ok(again) => assert_eq!(
             again.encode().ok(),
-            Some(encoded),
+            Some(encoded.clone()),
             "re-encoding changed the record"
         ),
         Err(error) => panic!("a decoded record does not decode once re-encoded: {error}"),
+    }
+    let parts = match record.new_parts() {
+        Ok(parts) => parts,
+        Err(error) => panic!("a decoded record does not encode in parts: {error}"),
+    };
+    let rounds: Vec<Vec<u8>> = parts.rounds.iter().map(|(_, r)| r.clone()).collect();
+    match ExecutionRecord::from_parts(
+        parts.start.as_deref().unwrap_or_default(),
+        &parts.progress,
+        &rounds,
+    ) {
+        Ok(again) => assert_eq!(
+            again.encode().ok(),
+            Some(encoded.clone()),
+            "the parts reassemble to another record"
+        ),
+        Err(error) => panic!("a decoded record's parts do not reassemble: {error}"),
     }
     let state = ExecState {
         status: Status::Paused,

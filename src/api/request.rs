@@ -158,14 +158,20 @@ pub fn decode_exec(body: &[u8], request_id: Option<&str>) -> Result<ExecRequest,
             "invalid request body: expected a JSON object".into(),
         ));
     }
+    // The text is parsed once; the typed body is taken from the tree.
     if value
         .get("continuation_token")
         .is_some_and(|t| !t.is_null())
     {
-        continuation(parse_json(body)?)
+        continuation(from_tree(value)?)
     } else {
-        start(parse_json(body)?, request_id).map(ExecRequest::Start)
+        start(from_tree(value)?, request_id).map(ExecRequest::Start)
     }
+}
+
+fn from_tree<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ApiError> {
+    serde_json::from_value(value)
+        .map_err(|e| ApiError::BadRequest(format!("invalid request body: {e}")))
 }
 
 /// Decodes a `POST /exec` body into a start with no tools; `request_id`
@@ -228,7 +234,7 @@ fn decode_results(entries: Vec<Value>) -> Result<Vec<ToolResult>, ApiError> {
 
 fn decode_result(index: usize, entry: Value) -> Result<ToolResult, ApiError> {
     let what = |problem: String| ApiError::BadRequest(format!("tool_results[{index}]: {problem}"));
-    let Value::Object(fields) = &entry else {
+    let Value::Object(mut fields) = entry else {
         return Err(what(format!(
             "expected an object with call_id and result, got {}",
             json_kind(&entry)
@@ -260,9 +266,10 @@ fn decode_result(index: usize, entry: Value) -> Result<ToolResult, ApiError> {
             )));
         }
     };
+    let call_id = call_id.clone();
     Ok(ToolResult {
-        call_id: call_id.clone(),
-        result: fields.get("result").cloned().unwrap_or(Value::Null),
+        call_id,
+        result: fields.remove("result").unwrap_or(Value::Null),
         is_error,
         error_message,
     })

@@ -24,10 +24,11 @@ use tracing::Instrument;
 use crate::failure::Failure;
 use crate::journal::{
     CallRecord, CallResult, ClockBase, ExecutionRecord, FrameSummary, PendingRound, Round,
+    StoredExtent,
 };
 use crate::program::{CannotRun, HASH_SEED, Program};
 use crate::rewrite;
-use crate::sandbox::pool::{ChildKiller, ChildProc, Pool};
+use crate::sandbox::pool::{ChildKiller, ChildProc, Pool, RequestHold};
 use crate::sandbox::protocol::{
     ChildLimits, ChildOutcome, FrameError, FromChild, PendingCall, StartJob, ToChild, nonblocking,
 };
@@ -118,6 +119,12 @@ impl Engine {
         self.supervisor.current().ok().map(|z| z.pid())
     }
 
+    /// Marks a request in flight until the hold is dropped: the pool's
+    /// refills wait for the requests in flight to end before they fork.
+    pub fn hold_for_request(&self) -> RequestHold {
+        self.pool.hold_for_request()
+    }
+
     /// Tops the pool up (after a zygote's death the refill that noticed it
     /// may have stopped).
     pub fn refill(&self) {
@@ -158,6 +165,7 @@ impl Engine {
             argv: spec.argv,
             produced: Vec::new(),
             removed: Vec::new(),
+            stored: StoredExtent::default(),
         })
     }
 

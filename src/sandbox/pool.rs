@@ -11,6 +11,12 @@
 //! - The pool is ready when a child of the current zygote has reported
 //!   `Ready`: before that (at start, after a zygote's death) `/health` says
 //!   the service is degraded.
+//! - A refill does not compete with requests while the pool has children
+//!   to spare: while any [`RequestHold`] is held (a request between its
+//!   arrival and its reply) and at least half the target is idle, a refill
+//!   waits before each fork, for at most [`MAX_REFILL_DEFERRAL`]. A pool
+//!   below half (sustained load) refills at once: a start that finds no
+//!   idle child forks and rehearses one on its own path.
 
 use std::collections::VecDeque;
 use std::io;
@@ -18,6 +24,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use tokio::sync::watch;
 
 use crate::sandbox::protocol::{FromChild, nonblocking};
 use crate::sandbox::zygote::{ForkedChild, Supervisor};
@@ -28,6 +36,10 @@ const READY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Failed forks in a row after which a refill gives up (the next request or
 /// health check starts another).
 const MAX_REFILL_FAILURES: u32 = 40;
+
+/// The longest a refill waits for the requests in flight to end before it
+/// forks anyway (under sustained load there is no quiet moment).
+const MAX_REFILL_DEFERRAL: Duration = Duration::from_millis(50);
 
 /// How long a fork waits for a new zygote after the current one died.
 const ZYGOTE_WAIT: Duration = Duration::from_secs(10);
@@ -105,9 +117,22 @@ impl Drop for ChildProc {
     }
 }
 
+/// A request in flight: refills wait until none is (see the module doc).
+pub struct RequestHold {
+    in_flight: watch::Sender<usize>,
+}
+
+impl Drop for RequestHold {
+    fn drop(&mut self) {
+        self.in_flight.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
 /// Idle children ready for a start, each with its zygote's generation.
 pub struct Pool {
     supervisor: Arc<Supervisor>,
+    /// Requests in flight (see [`RequestHold`]).
+    in_flight: watch::Sender<usize>,
     idle: Mutex<VecDeque<(u64, ChildProc)>>,
     target: usize,
     refilling: AtomicBool,
@@ -120,6 +145,7 @@ impl Pool {
     pub fn new(supervisor: Arc<Supervisor>, target: usize) -> Arc<Pool> {
         Arc::new(Pool {
             supervisor,
+            in_flight: watch::Sender::new(0),
             idle: Mutex::new(VecDeque::new()),
             target,
             refilling: AtomicBool::new(false),
@@ -206,6 +232,26 @@ impl Pool {
         }
     }
 
+    /// Marks a request in flight until the hold is dropped.
+    pub fn hold_for_request(&self) -> RequestHold {
+        self.in_flight.send_modify(|n| *n += 1);
+        RequestHold {
+            in_flight: self.in_flight.clone(),
+        }
+    }
+
+    /// Waits until no request is in flight, for at most
+    /// [`MAX_REFILL_DEFERRAL`]; not at all when fewer than half the target
+    /// are idle.
+    async fn wait_for_quiet(&self) {
+        let idle = self.idle_count();
+        if idle == 0 || idle * 2 < self.target {
+            return;
+        }
+        let mut in_flight = self.in_flight.subscribe();
+        let _ = tokio::time::timeout(MAX_REFILL_DEFERRAL, in_flight.wait_for(|n| *n == 0)).await;
+    }
+
     /// Tops the pool up in the background.
     pub fn refill(self: &Arc<Self>) {
         if self.refilling.swap(true, Ordering::AcqRel) {
@@ -215,6 +261,7 @@ impl Pool {
         tokio::spawn(async move {
             let mut failures = 0;
             while pool.idle_count() < pool.target {
+                pool.wait_for_quiet().await;
                 match pool.fork().await {
                     Ok(born) => {
                         if let Ok(mut idle) = pool.idle.lock() {

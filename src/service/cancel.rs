@@ -4,12 +4,12 @@
 use crate::journal::ExecutionRecord;
 use crate::quota::Item;
 use crate::state::{
-    EarlyCancel, ExecState, RequestLink, Status, early_cancel_key, record_key, request_key,
-    state_key,
+    EarlyCancel, ExecState, RequestLink, Status, early_cancel_key, request_key, state_key,
 };
 
 use super::error::ServiceError;
 use super::messages::{CancelOutcome, Reply, cancelled_reply};
+use super::records::slices;
 use super::{EARLY_CANCEL_SECS, Service, now_secs};
 
 impl Service {
@@ -59,8 +59,11 @@ impl Service {
                 .compare_and_swap(&state_key(&id), Some(&bytes), Some(&cancelled.encode()))
                 .map_err(ServiceError::store)?;
             if swapped.is_ok() {
+                self.records.remove(&id);
+                let record_keys = self.record_keys(&id)?;
+                let deletes = slices(&record_keys);
                 self.store
-                    .delete(&record_key(&id))
+                    .apply_batch(&[], &deletes)
                     .map_err(ServiceError::store)?;
                 self.usage.remove(&Item::Execution(id));
                 self.engine.kill(&id);
@@ -85,11 +88,11 @@ impl Service {
             expires_at: now_secs() + self.config.ended_ttl_secs,
             ..state
         };
+        self.records.remove(&record.id);
+        let record_keys = self.record_keys(&record.id)?;
+        let deletes = slices(&record_keys);
         self.store
-            .apply_batch(
-                &[(&state_key(&record.id), &cancelled.encode())],
-                &[&record_key(&record.id)],
-            )
+            .apply_batch(&[(&state_key(&record.id), &cancelled.encode())], &deletes)
             .map_err(ServiceError::store)?;
         self.usage.remove(&Item::Execution(record.id));
         self.engine.kill(&record.id);

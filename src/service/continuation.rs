@@ -25,17 +25,22 @@ use super::{Service, TIMEOUT_RANGE_MS, now_secs};
 /// How often a retried continuation looks whether the original is done.
 const RETRY_POLL: Duration = Duration::from_millis(10);
 
+/// Each result's value as JSON text (serialised once, for the digest and
+/// the record).
+fn value_texts(results: &[ToolResult]) -> Vec<String> {
+    results.iter().map(|r| r.result.to_string()).collect()
+}
+
 /// The digest of a continuation's results as the client sent them, and
 /// their size in bytes (what they will add to the record).
-fn digest_of(results: &[ToolResult]) -> ([u8; 32], u64) {
+fn digest_of(results: &[ToolResult], texts: &[String]) -> ([u8; 32], u64) {
     let mut size = 0u64;
-    let digest = results_digest(results.iter().map(|r| {
-        let result = r.result.to_string();
-        size += (result.len() + r.error_message.as_ref().map_or(0, String::len)) as u64;
+    let digest = results_digest(results.iter().zip(texts).map(|(r, text)| {
+        size += (text.len() + r.error_message.as_ref().map_or(0, String::len)) as u64;
         (
             r.call_id.as_str(),
             r.is_error,
-            result,
+            text.as_str(),
             r.error_message.as_deref(),
         )
     }));
@@ -52,6 +57,7 @@ impl Service {
         results: Vec<ToolResult>,
         request_id: Option<&str>,
     ) -> Result<Reply, ServiceError> {
+        let _in_flight = self.engine.hold_for_request();
         let claims = step!("verify")
             .in_scope(|| self.keys.verify(token, now_secs()))
             .map_err(|e| match e {
@@ -62,7 +68,8 @@ impl Service {
             return Err(ServiceError::InvalidToken);
         }
         let id = claims.execution_id;
-        let (digest, incoming) = digest_of(&results);
+        let texts = value_texts(&results);
+        let (digest, incoming) = digest_of(&results, &texts);
         let request_id = self.begin_request(owner, request_id)?;
         let (state_bytes, state) = self.load_state(&id, owner)?;
         self.link_request(owner, &request_id, id)?;
@@ -72,12 +79,21 @@ impl Service {
                 .await;
         }
         self.admit(owner, incoming)?;
-        let mut record = step!("load_record").in_scope(|| self.load_record(&id))?;
+        let mut record =
+            step!("load_record").in_scope(|| self.record_for_round(&id, claims.round))?;
         if request_id.cancelled_early {
             return self.cancel_now(record, state).await;
         }
         let pending = record.pending.as_ref().ok_or(ServiceError::AlreadyUsed)?;
-        let ordered = order_results(pending, results)?;
+        let ordered = match order_texts(pending, results, texts) {
+            Ok(ordered) => ordered,
+            Err(invalid) => {
+                // The round stays paused: its record stays at hand.
+                let bytes = record.stored.start_bytes + record.stored.rounds_bytes;
+                self.records.put(record, bytes);
+                return Err(invalid);
+            }
+        };
         let running = ExecState {
             status: Status::Running,
             answered: Some(Answered {
@@ -232,13 +248,24 @@ pub fn order_results(
     pending: &PendingRound,
     results: Vec<ToolResult>,
 ) -> Result<Vec<CallResult>, ServiceError> {
+    let texts = value_texts(&results);
+    order_texts(pending, results, texts)
+}
+
+/// [`order_results`] of results whose values are already JSON text
+/// (`texts`, one per result).
+fn order_texts(
+    pending: &PendingRound,
+    results: Vec<ToolResult>,
+    texts: Vec<String>,
+) -> Result<Vec<CallResult>, ServiceError> {
     let mut slots: Vec<Option<CallResult>> = vec![None; pending.calls.len()];
     let (mut unknown, mut duplicate) = (Vec::new(), Vec::new());
-    for result in results {
+    for (result, text) in results.into_iter().zip(texts) {
         match pending.calls.iter().position(|c| c.id == result.call_id) {
             None => unknown.push(result.call_id),
             Some(index) if slots[index].is_some() => duplicate.push(result.call_id),
-            Some(index) => slots[index] = Some(to_call_result(result)),
+            Some(index) => slots[index] = Some(to_call_result(result, text)),
         }
     }
     let missing: Vec<&str> = pending
@@ -270,7 +297,7 @@ pub fn order_results(
     Ok(slots.into_iter().flatten().collect())
 }
 
-fn to_call_result(result: ToolResult) -> CallResult {
+fn to_call_result(result: ToolResult, text: String) -> CallResult {
     if result.is_error {
         let message = result
             .error_message
@@ -278,6 +305,6 @@ fn to_call_result(result: ToolResult) -> CallResult {
             .unwrap_or_else(|| "tool call failed".into());
         CallResult::Error(message)
     } else {
-        CallResult::Value(result.result.to_string())
+        CallResult::Value(text)
     }
 }

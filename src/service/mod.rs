@@ -21,6 +21,7 @@ mod cancel;
 mod continuation;
 pub mod error;
 mod messages;
+mod records;
 mod request_ids;
 mod settle;
 mod start;
@@ -31,9 +32,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::engine::Engine;
-use crate::journal::ExecutionRecord;
 use crate::quota::KeyUsage;
-use crate::state::{EndedOutcome, ExecState, Status, outcome_key, record_key, state_key};
+use crate::state::{EndedOutcome, ExecState, Status, outcome_key, state_key};
 use crate::store::{Durability, Store};
 use crate::token::SigningKeys;
 use crate::workspace::Files;
@@ -64,6 +64,8 @@ pub struct ServiceConfig {
     /// Bytes one API key may store: its executions' records and outcomes
     /// and its session files.
     pub max_key_storage_bytes: u64,
+    /// Bytes of records of recent pauses kept in memory.
+    pub record_cache_bytes: u64,
 }
 
 /// The service.
@@ -77,6 +79,8 @@ pub struct Service {
     config: ServiceConfig,
     /// Request-id keys of the requests being served now.
     in_flight: Mutex<HashSet<Vec<u8>>>,
+    /// The records of recent pauses, for hot continuations.
+    records: records::RecordCache,
 }
 
 fn now_secs() -> u64 {
@@ -95,6 +99,7 @@ impl Service {
     ) -> Service {
         let durability = Durability::new(store.clone());
         let usage = Arc::new(KeyUsage::new(config.max_key_storage_bytes));
+        let records = records::RecordCache::new(config.record_cache_bytes);
         Service {
             engine,
             files: Files::new(store.clone(), usage.clone(), config.file_ttl_secs),
@@ -104,6 +109,7 @@ impl Service {
             keys,
             config,
             in_flight: Mutex::new(HashSet::new()),
+            records,
         }
     }
 
@@ -158,15 +164,6 @@ impl Service {
             return Err(ServiceError::NotFound);
         }
         Ok((bytes, state))
-    }
-
-    fn load_record(&self, id: &[u8; 16]) -> Result<ExecutionRecord, ServiceError> {
-        let bytes = self
-            .store
-            .get(&record_key(id))
-            .map_err(ServiceError::store)?
-            .ok_or(ServiceError::NotFound)?;
-        ExecutionRecord::decode(&bytes).map_err(|e| ServiceError::Corrupt(e.to_string()))
     }
 
     fn is_cancelled(&self, id: &[u8; 16]) -> Result<bool, ServiceError> {

@@ -1,22 +1,41 @@
 //! What a step of the engine leads to: a pause persisted before its token
 //! is handed out, or an end whose outcome replaces the record.
 //!
-//! Invariant: a pause's record and state are durable (group commit) before
-//! the reply that carries its token exists.
+//! Invariants:
+//! - A pause's record and state are durable (group commit) before the reply
+//!   that carries its token exists.
+//! - An end is written (one atomic batch) before its reply. One that
+//!   produced or removed files is durable before its reply too (the client
+//!   will fetch the files it names); any other is flushed right after its
+//!   reply, without the reply waiting: a crash in between loses only that
+//!   end, never a pause. The execution is then back at its last durable
+//!   pause (an execution that never paused: failed), and a retry of the
+//!   continuation runs that round again.
 
 use tracing::Instrument;
 
 use crate::engine::Step;
 use crate::failure::Failure;
-use crate::journal::ExecutionRecord;
+use crate::journal::{ExecutionRecord, NewParts};
 use crate::quota::Item;
-use crate::state::{EndedOutcome, ExecState, Status, outcome_key, record_key, state_key};
+use crate::state::{EndedOutcome, ExecState, Status, outcome_key, state_key};
 use crate::timing::step;
 use crate::workspace::FileMeta;
 
 use super::error::ServiceError;
 use super::messages::{Reply, cancelled_reply};
+use super::records::{part_writes, slices};
 use super::{Service, now_secs};
+
+/// When a write must be on disk.
+#[derive(Clone, Copy)]
+enum Flush {
+    /// Before the reply (a pause: its token must outlive a crash; an end
+    /// that names files).
+    BeforeReply,
+    /// Right after the reply (an end; see the module doc).
+    AfterReply,
+}
 
 /// What an execution now stores, for the key's usage.
 struct Stored {
@@ -27,22 +46,28 @@ struct Stored {
 }
 
 impl Service {
-    /// Writes `puts` and deletes `deletes` in one batch, waits until it is
-    /// durable, then counts the execution's new size for its key.
-    async fn write_durably(
+    /// Writes `puts` and deletes `deletes` in one batch, has it flushed
+    /// (`flush` says whether before returning), then counts the execution's
+    /// new size for its key.
+    async fn write_batch(
         &self,
         puts: &[(&[u8], &[u8])],
         deletes: &[&[u8]],
+        flush: Flush,
         stored: Stored,
     ) -> Result<(), ServiceError> {
         step!("store_write")
             .in_scope(|| self.store.apply_batch(puts, deletes))
             .map_err(ServiceError::store)?;
-        self.durability
-            .durable()
-            .instrument(step!("flush"))
-            .await
-            .map_err(ServiceError::store)?;
+        match flush {
+            Flush::BeforeReply => self
+                .durability
+                .durable()
+                .instrument(step!("flush"))
+                .await
+                .map_err(ServiceError::store)?,
+            Flush::AfterReply => self.durability.soon(),
+        }
         self.usage.set(
             Item::Execution(stored.id),
             stored.owner,
@@ -72,20 +97,26 @@ impl Service {
                     return Err(ServiceError::TooManyRounds(self.config.max_rounds));
                 }
                 metrics::counter!("baton_rounds_total").increment(1);
-                let record_bytes = step!("encode")
-                    .in_scope(|| record.encode())
+                let parts = step!("encode")
+                    .in_scope(|| record.new_parts())
                     .map_err(|e| ServiceError::Corrupt(e.to_string()))?;
-                if let Some(failure) = self.oversized(record_bytes.len()) {
+                let stored_bytes = parts.total_bytes(&record.stored);
+                if let Some(failure) = self.oversized(stored_bytes) {
                     self.engine.evict(&record.id);
                     return self.end(&record, &state, Some(failure), Vec::new()).await;
                 }
-                let token = self.persist_pause(&record, &record_bytes, &state).await?;
-                Ok(Reply::Paused {
+                let token = self
+                    .persist_pause(&record, &parts, stored_bytes, &state)
+                    .await?;
+                record.mark_stored(&parts);
+                let reply = Reply::Paused {
                     execution_id: record.id_hex(),
-                    session_id: record.session_id,
+                    session_id: record.session_id.clone(),
                     token,
                     calls,
-                })
+                };
+                self.records.put(record, stored_bytes);
+                Ok(reply)
             }
             Step::Completed => {
                 metrics::counter!("baton_executions_completed_total").increment(1);
@@ -109,15 +140,19 @@ impl Service {
     }
 
     /// The failure of a record too large to store, if it is.
-    fn oversized(&self, size: usize) -> Option<Failure> {
+    fn oversized(&self, size: u64) -> Option<Failure> {
         let limit = self.config.max_record_bytes;
+        let size = usize::try_from(size).unwrap_or(usize::MAX);
         (size > limit).then_some(Failure::RecordTooLarge { size, limit })
     }
 
+    /// Writes the parts a pause added and its state, durably; returns the
+    /// pause's token.
     async fn persist_pause(
         &self,
         record: &ExecutionRecord,
-        record_bytes: &[u8],
+        parts: &NewParts,
+        stored_bytes: u64,
         state: &ExecState,
     ) -> Result<String, ServiceError> {
         let round = record.round_count() as u32;
@@ -130,16 +165,17 @@ impl Service {
             answered: state.answered,
         };
         let state_bytes = paused.encode();
-        self.write_durably(
-            &[
-                (&record_key(&record.id), record_bytes),
-                (&state_key(&record.id), &state_bytes),
-            ],
+        let mut writes = part_writes(&record.id, parts);
+        writes.push((state_key(&record.id), &state_bytes));
+        let puts: Vec<(&[u8], &[u8])> = writes.iter().map(|(k, v)| (k.as_slice(), *v)).collect();
+        self.write_batch(
+            &puts,
             &[],
+            Flush::BeforeReply,
             Stored {
                 id: record.id,
                 owner: state.owner,
-                bytes: record_bytes.len() as u64,
+                bytes: stored_bytes,
                 expires_at,
             },
         )
@@ -148,8 +184,8 @@ impl Service {
     }
 
     /// Ends an execution: its state says how, its outcome is kept in place
-    /// of its record (in one batch, made durable), and the reply is that
-    /// outcome.
+    /// of its record (in one batch; see the module doc for when it is
+    /// flushed), and the reply is that outcome.
     pub(super) async fn end(
         &self,
         record: &ExecutionRecord,
@@ -183,12 +219,21 @@ impl Service {
             session_id: record.session_id.clone(),
         };
         let outcome_bytes = outcome.encode();
-        self.write_durably(
+        let flush = if outcome.files.is_empty() && outcome.deleted.is_empty() {
+            Flush::AfterReply
+        } else {
+            Flush::BeforeReply
+        };
+        self.records.remove(&record.id);
+        let record_keys = self.record_keys(&record.id)?;
+        let deletes = slices(&record_keys);
+        self.write_batch(
             &[
                 (&state_key(&record.id), &ended.encode()),
                 (&outcome_key(&record.id), &outcome_bytes),
             ],
-            &[&record_key(&record.id)],
+            &deletes,
+            flush,
             Stored {
                 id: record.id,
                 owner: state.owner,

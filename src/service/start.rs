@@ -64,6 +64,7 @@ impl Service {
         owner: [u8; 8],
         request: StartRequest,
     ) -> Result<Reply, ServiceError> {
+        let _in_flight = self.engine.hold_for_request();
         let request_id = self.begin_request(owner, request.request_id.as_deref())?;
         let session_id = request
             .session_id

@@ -6,12 +6,13 @@
 
 use crate::quota::Item;
 use crate::state::{
-    EARLY_CANCELS, EarlyCancel, ExecState, OUTCOMES, RECORDS, REQUEST_LINKS, RequestLink, STATES,
-    Status, id_of_key, id_of_state_key, outcome_key, record_key,
+    EARLY_CANCELS, EarlyCancel, ExecState, OUTCOMES, PROGRESS, RECORDS, REQUEST_LINKS, ROUNDS,
+    RequestLink, STATES, Status, id_after_prefix, id_of_state_key, outcome_key, record_key,
 };
 
 use super::Service;
 use super::error::ServiceError;
+use super::records::slices;
 
 impl Service {
     /// At start-up: rounds left running by a dead server become paused again.
@@ -62,16 +63,19 @@ impl Service {
                 owners.insert(id, (state.owner, state.expires_at));
             }
         }
-        for prefix in [RECORDS, OUTCOMES] {
+        let mut sizes: std::collections::HashMap<[u8; 16], u64> = std::collections::HashMap::new();
+        for prefix in [RECORDS, PROGRESS, ROUNDS, OUTCOMES] {
             for head in self.store.scan_heads(prefix, 0) {
                 let head = head.map_err(ServiceError::store)?;
-                let id = id_of_key(prefix, &head.key);
-                if let Some((id, (owner, expires_at))) =
-                    id.and_then(|id| owners.get(&id).map(|o| (id, *o)))
-                {
-                    self.usage
-                        .set(Item::Execution(id), owner, head.len, expires_at);
+                if let Some(id) = id_after_prefix(prefix, &head.key) {
+                    *sizes.entry(id).or_default() += head.len;
                 }
+            }
+        }
+        for (id, bytes) in sizes {
+            if let Some((owner, expires_at)) = owners.get(&id) {
+                self.usage
+                    .set(Item::Execution(id), *owner, bytes, *expires_at);
             }
         }
         self.files.count_usage().map_err(ServiceError::from)
@@ -96,8 +100,12 @@ impl Service {
                 continue;
             };
             self.engine.evict(&id);
+            self.records.remove(&id);
+            let mut deletes = self.record_keys(&id)?;
+            deletes.extend([key, outcome_key(&id)]);
+            let deletes = slices(&deletes);
             self.store
-                .apply_batch(&[], &[&key, &record_key(&id), &outcome_key(&id)])
+                .apply_batch(&[], &deletes)
                 .map_err(ServiceError::store)?;
             self.usage.remove(&Item::Execution(id));
             swept += 1;

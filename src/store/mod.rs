@@ -11,7 +11,8 @@
 //! [`Durability::durable`] waits until a flush that *started after its call*
 //! has finished, and callers that arrive while a flush runs share the next
 //! one. Invariant: when `durable()` returns `Ok`, every write made before the
-//! call is on disk.
+//! call is on disk. [`Durability::soon`] asks for the same flush without
+//! waiting for it (writes whose loss in a crash the protocol tolerates).
 
 mod large_values;
 mod sled_store;
@@ -112,6 +113,15 @@ impl Durability {
         let (requests, receiver) = mpsc::unbounded_channel();
         tokio::spawn(flush_loop(store, receiver));
         Self { requests }
+    }
+
+    /// Asks for a flush of every write made before this call, without
+    /// waiting for it; a failure is logged by the flusher.
+    pub fn soon(&self) {
+        let (done, _not_waited_for) = oneshot::channel();
+        if self.requests.send(done).is_err() {
+            tracing::error!("the store's flusher has stopped: a write waits for the next flush");
+        }
     }
 
     /// Waits until every write made before this call is on disk.

@@ -7,7 +7,11 @@
 //!   their files reclaimed).
 //! - Durability comes only from [`Store::flush`], which the service calls
 //!   through group commit before it hands out a token; the files of values
-//!   superseded before a flush are deleted right after it.
+//!   superseded before a flush are deleted right after it. sled's own flush
+//!   writes its log with `sync_file_range`, which neither flushes the
+//!   device's cache nor the file's size; `flush` therefore ends with an
+//!   `fdatasync` of the log file, so a flushed write survives a power loss,
+//!   not only a crash of the process.
 //! - Compare-and-swap is for small values only: it refuses large ones
 //!   rather than compare a pointer with a value.
 
@@ -20,6 +24,8 @@ use super::{CasConflict, CasResult, Head, HeadScan, Scan, Store, StoreError};
 /// A sled database.
 pub struct SledStore {
     db: sled::Db,
+    /// sled's log file (`db`), opened here to `fdatasync` it.
+    log: std::fs::File,
     large: LargeValues,
 }
 
@@ -35,9 +41,12 @@ impl SledStore {
     /// has it.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let db = open_db(path)?;
+        let log = std::fs::File::open(path.join("db")).map_err(|e| {
+            StoreError::Database(format!("cannot open the database's log file: {e}"))
+        })?;
         let referenced = referenced_files(&db)?;
         let large = LargeValues::open(path.join("large-values"), &referenced)?;
-        Ok(Self { db, large })
+        Ok(Self { db, log, large })
     }
 
     /// The stored form of `value`: a pointer to a new file for a large
@@ -254,6 +263,9 @@ impl Store for SledStore {
     fn flush(&self) -> Result<(), StoreError> {
         let superseded = self.large.take_superseded();
         self.db.flush().map_err(database)?;
+        self.log
+            .sync_data()
+            .map_err(|e| StoreError::Database(format!("fdatasync of the log failed: {e}")))?;
         self.large.delete(&superseded);
         Ok(())
     }

@@ -22,6 +22,7 @@ pub(crate) const SIGNING: &str =
 /// A running server.
 pub(crate) struct Server {
     child: Option<Child>,
+    binary: PathBuf,
     /// Base URL, e.g. `http://127.0.0.1:41234`.
     pub base: String,
     /// Its data directory (kept across restarts by the test).
@@ -34,11 +35,18 @@ pub(crate) struct Server {
 impl Server {
     /// Starts a server on a fresh data directory.
     pub(crate) fn start(data_dir: &Path, extra: &[&str]) -> Server {
+        Server::start_binary(Path::new(env!("CARGO_BIN_EXE_baton")), data_dir, extra)
+    }
+
+    /// Starts `binary` (a `baton` build, perhaps an earlier one a bench
+    /// compares with) on a fresh data directory.
+    pub(crate) fn start_binary(binary: &Path, data_dir: &Path, extra: &[&str]) -> Server {
         let extra: Vec<String> = extra.iter().map(|s| (*s).to_owned()).collect();
         let log = Arc::new(Mutex::new(Vec::new()));
-        let (child, base) = spawn(data_dir, &extra, &log);
+        let (child, base) = spawn(binary, data_dir, &extra, &log);
         Server {
             child: Some(child),
+            binary: binary.to_owned(),
             base,
             data_dir: data_dir.to_owned(),
             extra,
@@ -92,7 +100,7 @@ impl Server {
     /// Starts again on the same data directory and flags.
     pub(crate) fn restart(&mut self) {
         self.kill();
-        let (child, base) = spawn(&self.data_dir, &self.extra, &self.log);
+        let (child, base) = spawn(&self.binary, &self.data_dir, &self.extra, &self.log);
         self.child = Some(child);
         self.base = base;
     }
@@ -275,8 +283,13 @@ fn unless_given<'a>(extra: &[String], flag: &'a str, value: &'a str) -> Vec<&'a 
     }
 }
 
-fn spawn(data_dir: &Path, extra: &[String], log: &Arc<Mutex<Vec<String>>>) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_baton"))
+fn spawn(
+    binary: &Path,
+    data_dir: &Path,
+    extra: &[String],
+    log: &Arc<Mutex<Vec<String>>>,
+) -> (Child, String) {
+    let mut child = Command::new(binary)
         .arg("serve")
         .arg("--listen")
         .arg("127.0.0.1:0")

@@ -1,0 +1,214 @@
+//! Execution records in the store and in memory: a record is read from its
+//! parts (or from a whole record of an earlier format), a pause writes the
+//! parts it added, an end or a cancel deletes every part, and the record of
+//! each recent pause is kept in memory ([`RecordCache`]) so that a hot
+//! continuation neither reads nor decodes its journal again.
+//!
+//! Invariants:
+//! - A cached record is the record exactly as its last pause stored it
+//!   (including what the store holds of it): it is put only after that
+//!   pause is durable, taken out (never shared) by the continuation that
+//!   claims the next round, and served only for the round it was stored
+//!   at. The store stays the truth: a miss reads it.
+//! - The cache holds at most its budget (`--record-cache-mb`) of records
+//!   (by stored size), dropping the oldest first; a record over a quarter
+//!   of it is not kept.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::journal::{ExecutionRecord, NewParts, is_whole_record};
+use crate::state::{progress_key, record_key, round_key, rounds_prefix};
+
+use super::Service;
+use super::error::ServiceError;
+
+/// Records of recent pauses (see the module doc).
+pub(super) struct RecordCache {
+    inner: Mutex<CacheInner>,
+    /// The most it holds, bytes of stored records.
+    budget: u64,
+}
+
+#[derive(Default)]
+struct CacheInner {
+    /// By execution: (order of insertion, stored size, record).
+    records: HashMap<[u8; 16], (u64, u64, ExecutionRecord)>,
+    bytes: u64,
+    next: u64,
+}
+
+impl RecordCache {
+    /// An empty cache holding at most `budget` bytes of records.
+    pub(super) fn new(budget: u64) -> RecordCache {
+        RecordCache {
+            inner: Mutex::default(),
+            budget,
+        }
+    }
+
+    /// Keeps `record`, as stored at its last pause (`bytes` in the store).
+    pub(super) fn put(&self, record: ExecutionRecord, bytes: u64) {
+        if self.budget == 0 || bytes > self.budget / 4 {
+            self.remove(&record.id);
+            return;
+        }
+        let Ok(mut inner) = self.inner.lock() else {
+            return;
+        };
+        let order = inner.next;
+        inner.next += 1;
+        if let Some((_, old, _)) = inner.records.insert(record.id, (order, bytes, record)) {
+            inner.bytes -= old;
+        }
+        inner.bytes += bytes;
+        while inner.bytes > self.budget {
+            let oldest = inner
+                .records
+                .iter()
+                .min_by_key(|(_, (order, _, _))| *order)
+                .map(|(id, _)| *id);
+            let Some(oldest) = oldest else { break };
+            if let Some((_, size, _)) = inner.records.remove(&oldest) {
+                inner.bytes -= size;
+            }
+        }
+    }
+
+    /// Takes the record of `id` if it was stored at pause `round`.
+    pub(super) fn take(&self, id: &[u8; 16], round: u32) -> Option<ExecutionRecord> {
+        let mut inner = self.inner.lock().ok()?;
+        let (_, size, record) = inner.records.remove(id)?;
+        inner.bytes -= size;
+        (record.round_count() == round as usize).then_some(record)
+    }
+
+    /// Forgets the record of `id`.
+    pub(super) fn remove(&self, id: &[u8; 16]) {
+        if let Ok(mut inner) = self.inner.lock()
+            && let Some((_, size, _)) = inner.records.remove(id)
+        {
+            inner.bytes -= size;
+        }
+    }
+}
+
+impl Service {
+    /// Reads an execution's record from the store.
+    pub(super) fn load_record(&self, id: &[u8; 16]) -> Result<ExecutionRecord, ServiceError> {
+        let start = self
+            .store
+            .get(&record_key(id))
+            .map_err(ServiceError::store)?
+            .ok_or(ServiceError::NotFound)?;
+        if is_whole_record(&start) {
+            return ExecutionRecord::decode(&start).map_err(corrupt);
+        }
+        let progress = self
+            .store
+            .get(&progress_key(id))
+            .map_err(ServiceError::store)?
+            .ok_or_else(|| {
+                ServiceError::Corrupt("execution record is corrupt: its progress is missing".into())
+            })?;
+        let rounds = self
+            .store
+            .scan_prefix(&rounds_prefix(id))
+            .map(|pair| pair.map(|(_, bytes)| bytes))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(ServiceError::store)?;
+        ExecutionRecord::from_parts(&start, &progress, &rounds).map_err(corrupt)
+    }
+
+    /// The record of a continuation of `round`: the cached one, or the
+    /// stored one.
+    pub(super) fn record_for_round(
+        &self,
+        id: &[u8; 16],
+        round: u32,
+    ) -> Result<ExecutionRecord, ServiceError> {
+        match self.records.take(id, round) {
+            Some(record) => Ok(record),
+            None => self.load_record(id),
+        }
+    }
+
+    /// The keys of every stored part of an execution's record.
+    pub(super) fn record_keys(&self, id: &[u8; 16]) -> Result<Vec<Vec<u8>>, ServiceError> {
+        let mut keys = vec![record_key(id), progress_key(id)];
+        for head in self.store.scan_heads(&rounds_prefix(id), 0) {
+            keys.push(head.map_err(ServiceError::store)?.key);
+        }
+        Ok(keys)
+    }
+}
+
+/// The key/value pairs that write `parts` of the record of `id`.
+pub(super) fn part_writes<'a>(id: &[u8; 16], parts: &'a NewParts) -> Vec<(Vec<u8>, &'a [u8])> {
+    let mut writes: Vec<(Vec<u8>, &'a [u8])> = Vec::with_capacity(parts.rounds.len() + 2);
+    if let Some(start) = &parts.start {
+        writes.push((record_key(id), start));
+    }
+    for (index, round) in &parts.rounds {
+        writes.push((round_key(id, *index), round));
+    }
+    writes.push((progress_key(id), &parts.progress));
+    writes
+}
+
+/// Borrowed views of owned keys, as a batch takes them.
+pub(super) fn slices(keys: &[Vec<u8>]) -> Vec<&[u8]> {
+    keys.iter().map(Vec::as_slice).collect()
+}
+
+fn corrupt(error: crate::journal::JournalError) -> ServiceError {
+    ServiceError::Corrupt(error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: u8) -> ExecutionRecord {
+        let mut record = crate::journal::tests::sample();
+        record.id = [id; 16];
+        record
+    }
+
+    #[test]
+    fn a_cached_record_serves_its_round_once() {
+        let cache = RecordCache::new(1000);
+        let stored = record(1);
+        let round = stored.round_count() as u32;
+        cache.put(stored.clone(), 10);
+        assert!(
+            cache.take(&[1; 16], round + 1).is_none(),
+            "another round misses"
+        );
+        cache.put(stored.clone(), 10);
+        assert_eq!(cache.take(&[1; 16], round), Some(stored));
+        assert!(cache.take(&[1; 16], round).is_none(), "taken, not shared");
+    }
+
+    #[test]
+    fn the_cache_keeps_its_byte_budget_dropping_the_oldest() {
+        let cache = RecordCache::new(1000);
+        for id in 0..10u8 {
+            cache.put(record(id), 125);
+        }
+        let inner = cache.inner.lock().unwrap_or_else(|e| e.into_inner());
+        assert!(inner.bytes <= 1000);
+        assert_eq!(inner.records.len(), 8);
+        assert!(!inner.records.contains_key(&[0; 16]) && !inner.records.contains_key(&[1; 16]));
+        drop(inner);
+        let round = record(42).round_count() as u32;
+        cache.put(record(42), 251);
+        assert!(cache.take(&[42; 16], round).is_none(), "too large to keep");
+        let off = RecordCache::new(0);
+        off.put(record(7), 1);
+        assert!(
+            off.take(&[7; 16], round).is_none(),
+            "a budget of 0 keeps nothing"
+        );
+    }
+}
