@@ -166,20 +166,6 @@ impl Service {
         Ok((bytes, state))
     }
 
-    fn is_cancelled(&self, id: &[u8; 16]) -> Result<bool, ServiceError> {
-        let state = self
-            .store
-            .get(&state_key(id))
-            .map_err(ServiceError::store)?;
-        Ok(matches!(
-            state.as_deref().map(ExecState::decode),
-            Some(Some(ExecState {
-                status: Status::Cancelled,
-                ..
-            }))
-        ))
-    }
-
     /// What an operator sees of an execution.
     pub fn inspect(&self, owner: [u8; 8], id_hex: &str) -> Result<Inspection, ServiceError> {
         let id = hex::decode(id_hex)

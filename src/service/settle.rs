@@ -4,6 +4,10 @@
 //! Invariants:
 //! - A pause's record and state are durable (group commit) before the reply
 //!   that carries its token exists.
+//! - What a step stores (a pause's parts and state, an end's outcome) is
+//!   written in one batch guarded by the `running` state its request set:
+//!   a cancel that came while the code ran (it changed the state) wins,
+//!   and the step stores nothing.
 //! - An end is written (one atomic batch) before its reply. One that
 //!   produced or removed files is durable before its reply too (the client
 //!   will fetch the files it names); any other is flushed right after its
@@ -46,19 +50,27 @@ struct Stored {
 }
 
 impl Service {
-    /// Writes `puts` and deletes `deletes` in one batch, has it flushed
-    /// (`flush` says whether before returning), then counts the execution's
-    /// new size for its key.
+    /// Writes `puts` and deletes `deletes` in one batch if the execution's
+    /// state is still `running` (else `Cancelled`: a cancel came while it
+    /// ran), has it flushed (`flush` says whether before returning), then
+    /// counts the execution's new size for its key.
     async fn write_batch(
         &self,
+        running: &ExecState,
         puts: &[(&[u8], &[u8])],
         deletes: &[&[u8]],
         flush: Flush,
         stored: Stored,
     ) -> Result<(), ServiceError> {
+        let guard_key = state_key(&stored.id);
+        let guard_value = running.encode();
         step!("store_write")
-            .in_scope(|| self.store.apply_batch(puts, deletes))
-            .map_err(ServiceError::store)?;
+            .in_scope(|| {
+                self.store
+                    .apply_batch_if((&guard_key, &guard_value), puts, deletes)
+            })
+            .map_err(ServiceError::store)?
+            .map_err(|_changed| ServiceError::Cancelled)?;
         match flush {
             Flush::BeforeReply => self
                 .durability
@@ -77,23 +89,43 @@ impl Service {
         Ok(())
     }
 
-    /// Persists the outcome of a step and makes the reply.
+    /// Persists the outcome of a step and makes the reply; an execution
+    /// cancelled while it ran (its state is no longer `running`) stores
+    /// nothing and answers cancelled.
     pub(super) async fn settle(
         &self,
         mut record: ExecutionRecord,
-        state: ExecState,
+        running: ExecState,
         step: Step,
     ) -> Result<Reply, ServiceError> {
-        if self.is_cancelled(&record.id)? {
-            self.engine.evict(&record.id);
-            return Ok(cancelled_reply(&record));
+        match self.settle_step(&mut record, running, step).await {
+            Ok((reply, Some(stored_bytes))) => {
+                self.records.put(record, stored_bytes);
+                Ok(reply)
+            }
+            Ok((reply, None)) => Ok(reply),
+            Err(ServiceError::Cancelled) => {
+                self.engine.evict(&record.id);
+                Ok(cancelled_reply(&record))
+            }
+            Err(other) => Err(other),
         }
+    }
+
+    /// [`Service::settle`]'s work: the reply, and for a pause the size of
+    /// the record as stored (the record is then kept for its continuation).
+    async fn settle_step(
+        &self,
+        record: &mut ExecutionRecord,
+        state: ExecState,
+        step: Step,
+    ) -> Result<(Reply, Option<u64>), ServiceError> {
         match step {
             Step::Paused(calls) => {
                 if record.round_count() > self.config.max_rounds {
                     self.engine.evict(&record.id);
                     let failure = Failure::TooManyRounds(self.config.max_rounds);
-                    self.end(&record, &state, Some(failure), Vec::new()).await?;
+                    self.end(record, &state, Some(failure), Vec::new()).await?;
                     return Err(ServiceError::TooManyRounds(self.config.max_rounds));
                 }
                 metrics::counter!("baton_rounds_total").increment(1);
@@ -103,10 +135,11 @@ impl Service {
                 let stored_bytes = parts.total_bytes(&record.stored);
                 if let Some(failure) = self.oversized(stored_bytes) {
                     self.engine.evict(&record.id);
-                    return self.end(&record, &state, Some(failure), Vec::new()).await;
+                    let reply = self.end(record, &state, Some(failure), Vec::new()).await?;
+                    return Ok((reply, None));
                 }
                 let token = self
-                    .persist_pause(&record, &parts, stored_bytes, &state)
+                    .persist_pause(record, &parts, stored_bytes, &state)
                     .await?;
                 record.mark_stored(&parts);
                 let reply = Reply::Paused {
@@ -115,8 +148,7 @@ impl Service {
                     token,
                     calls,
                 };
-                self.records.put(record, stored_bytes);
-                Ok(reply)
+                Ok((reply, Some(stored_bytes)))
             }
             Step::Completed => {
                 metrics::counter!("baton_executions_completed_total").increment(1);
@@ -125,7 +157,7 @@ impl Service {
                     .files
                     .keep_produced(state.owner, &record.session_id, produced)
                     .map_err(ServiceError::from)?;
-                self.end(&record, &state, None, files).await
+                Ok((self.end(record, &state, None, files).await?, None))
             }
             Step::Failed(failure) => {
                 metrics::counter!("baton_executions_failed_total", "kind" => failure.kind())
@@ -134,7 +166,10 @@ impl Service {
                 if matches!(failure, Failure::NonDeterminism(_)) {
                     metrics::counter!("baton_nondeterminism_errors_total").increment(1);
                 }
-                self.end(&record, &state, Some(failure), Vec::new()).await
+                Ok((
+                    self.end(record, &state, Some(failure), Vec::new()).await?,
+                    None,
+                ))
             }
         }
     }
@@ -169,6 +204,7 @@ impl Service {
         writes.push((state_key(&record.id), &state_bytes));
         let puts: Vec<(&[u8], &[u8])> = writes.iter().map(|(k, v)| (k.as_slice(), *v)).collect();
         self.write_batch(
+            state,
             &puts,
             &[],
             Flush::BeforeReply,
@@ -228,6 +264,7 @@ impl Service {
         let record_keys = self.record_keys(&record.id)?;
         let deletes = slices(&record_keys);
         self.write_batch(
+            state,
             &[
                 (&state_key(&record.id), &ended.encode()),
                 (&outcome_key(&record.id), &outcome_bytes),

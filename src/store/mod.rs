@@ -95,6 +95,15 @@ pub trait Store: Send + Sync {
     fn scan_heads(&self, prefix: &[u8], head_len: usize) -> HeadScan<'_>;
     /// Applies puts and deletes atomically.
     fn apply_batch(&self, puts: &[(&[u8], &[u8])], deletes: &[&[u8]]) -> Result<(), StoreError>;
+    /// Applies puts and deletes atomically only if `guard`'s key holds the
+    /// expected (small) value; otherwise changes nothing and reports what
+    /// the key holds.
+    fn apply_batch_if(
+        &self,
+        guard: (&[u8], &[u8]),
+        puts: &[(&[u8], &[u8])],
+        deletes: &[&[u8]],
+    ) -> CasResult;
     /// Makes every write so far durable.
     fn flush(&self) -> Result<(), StoreError>;
 }
@@ -202,6 +211,14 @@ mod tests {
             deletes: &[&[u8]],
         ) -> Result<(), StoreError> {
             self.inner.apply_batch(puts, deletes)
+        }
+        fn apply_batch_if(
+            &self,
+            guard: (&[u8], &[u8]),
+            puts: &[(&[u8], &[u8])],
+            deletes: &[&[u8]],
+        ) -> CasResult {
+            self.inner.apply_batch_if(guard, puts, deletes)
         }
         fn flush(&self) -> Result<(), StoreError> {
             std::thread::sleep(std::time::Duration::from_millis(50));

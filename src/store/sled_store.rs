@@ -97,6 +97,64 @@ impl SledStore {
         let value = self.large.read_head(pointer, head_len)?;
         Ok((value, pointer.len))
     }
+
+    /// One atomic batch, applied only when `guard` (key, expected value)
+    /// holds, if given. The values it replaces are known (a transaction),
+    /// so their files are reclaimed after the next flush.
+    fn batch(
+        &self,
+        guard: Option<(&[u8], &[u8])>,
+        puts: &[(&[u8], &[u8])],
+        deletes: &[&[u8]],
+    ) -> CasResult {
+        let mut stored = Vec::with_capacity(puts.len());
+        for (key, value) in puts {
+            stored.push((*key, self.stored_form(value)?, *value));
+        }
+        let written: Vec<u64> = stored
+            .iter()
+            .filter_map(|(_, pointer, _)| pointer.as_ref().and_then(|p| Pointer::decode(p)))
+            .map(|p| p.file)
+            .collect();
+        if !written.is_empty() {
+            self.large.sync_dir()?;
+        }
+        let replaced = self.db.transaction(|tx| {
+            if let Some((key, expected)) = guard {
+                let current = tx.get(key)?;
+                if current.as_deref() != Some(expected) {
+                    return sled::transaction::abort(CasConflict {
+                        current: current.map(|v| v.to_vec()),
+                    });
+                }
+            }
+            let mut replaced = Vec::new();
+            for (key, pointer, value) in &stored {
+                let form = pointer.as_ref().map_or(*value, |p| &p[..]);
+                replaced.push(tx.insert(*key, form)?);
+            }
+            for key in deletes {
+                replaced.push(tx.remove(*key)?);
+            }
+            Ok(replaced)
+        });
+        match replaced {
+            Ok(replaced) => {
+                for old in &replaced {
+                    self.large.superseded(old.as_deref());
+                }
+                Ok(Ok(()))
+            }
+            Err(sled::transaction::TransactionError::Abort(conflict)) => {
+                self.large.delete(&written);
+                Ok(Err(conflict))
+            }
+            Err(error) => {
+                self.large.delete(&written);
+                Err(StoreError::Database(format!("batch failed: {error:?}")))
+            }
+        }
+    }
 }
 
 fn open_db(path: &Path) -> Result<sled::Db, StoreError> {
@@ -223,41 +281,26 @@ impl Store for SledStore {
     }
 
     fn apply_batch(&self, puts: &[(&[u8], &[u8])], deletes: &[&[u8]]) -> Result<(), StoreError> {
-        let mut stored = Vec::with_capacity(puts.len());
-        for (key, value) in puts {
-            stored.push((*key, self.stored_form(value)?, *value));
+        match self.batch(None, puts, deletes)? {
+            Ok(()) => Ok(()),
+            Err(conflict) => Err(StoreError::Database(format!(
+                "an unguarded batch reported a conflict: {conflict:?}"
+            ))),
         }
-        let written: Vec<u64> = stored
-            .iter()
-            .filter_map(|(_, pointer, _)| pointer.as_ref().and_then(|p| Pointer::decode(p)))
-            .map(|p| p.file)
-            .collect();
-        if !written.is_empty() {
-            self.large.sync_dir()?;
+    }
+
+    fn apply_batch_if(
+        &self,
+        guard: (&[u8], &[u8]),
+        puts: &[(&[u8], &[u8])],
+        deletes: &[&[u8]],
+    ) -> CasResult {
+        if is_large(guard.1) {
+            return Err(StoreError::Database(
+                "a batch's guard is for small values only".into(),
+            ));
         }
-        let replaced = self.db.transaction(|tx| {
-            let mut replaced = Vec::new();
-            for (key, pointer, value) in &stored {
-                let form = pointer.as_ref().map_or(*value, |p| &p[..]);
-                replaced.push(tx.insert(*key, form)?);
-            }
-            for key in deletes {
-                replaced.push(tx.remove(*key)?);
-            }
-            Ok::<_, sled::transaction::ConflictableTransactionError<()>>(replaced)
-        });
-        match replaced {
-            Ok(replaced) => {
-                for old in &replaced {
-                    self.large.superseded(old.as_deref());
-                }
-                Ok(())
-            }
-            Err(error) => {
-                self.large.delete(&written);
-                Err(StoreError::Database(format!("batch failed: {error:?}")))
-            }
-        }
+        self.batch(Some(guard), puts, deletes)
     }
 
     fn flush(&self) -> Result<(), StoreError> {
@@ -274,6 +317,44 @@ impl Store for SledStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_guarded_batch_applies_only_while_its_guard_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path()).unwrap();
+        store.put(b"s/1", b"running").unwrap();
+        let big = vec![7u8; 200_000];
+        let applied = store
+            .apply_batch_if(
+                (b"s/1", b"running"),
+                &[(b"r/1", &big), (b"s/1", b"paused")],
+                &[],
+            )
+            .unwrap();
+        assert_eq!(applied, Ok(()));
+        assert_eq!(store.get(b"r/1").unwrap(), Some(big.clone()));
+        store.put(b"s/1", b"cancelled").unwrap();
+        let refused = store
+            .apply_batch_if(
+                (b"s/1", b"paused"),
+                &[(b"r/2", &big), (b"s/1", b"paused")],
+                &[b"r/1"],
+            )
+            .unwrap();
+        assert_eq!(
+            refused,
+            Err(CasConflict {
+                current: Some(b"cancelled".to_vec())
+            })
+        );
+        assert_eq!(store.get(b"s/1").unwrap(), Some(b"cancelled".to_vec()));
+        assert_eq!(store.get(b"r/1").unwrap(), Some(big), "nothing deleted");
+        assert_eq!(store.get(b"r/2").unwrap(), None, "nothing written");
+        let files = std::fs::read_dir(dir.path().join("large-values"))
+            .unwrap()
+            .count();
+        assert_eq!(files, 1, "the refused batch's large value left no file");
+    }
 
     #[test]
     fn cas_claims_once_and_reports_current() {
