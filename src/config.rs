@@ -74,6 +74,15 @@ pub mod defaults {
     pub const GRACE_MS: u64 = 500;
 }
 
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
 /// Flags of `baton serve`.
 #[derive(Args, Clone, Debug)]
 pub struct ServeArgs {
@@ -165,9 +174,15 @@ pub struct ServeArgs {
     /// Seconds between sweeps of expired executions.
     #[arg(long, env = "BATON_SWEEP_SECS", default_value_t = defaults::SWEEP_SECS)]
     pub sweep_secs: u64,
-    /// Log filter (tracing `EnvFilter` syntax).
+    /// Log filter (tracing `EnvFilter` syntax). The storage engine's and
+    /// the HTTP stack's own logs stay at `warn` unless the filter names
+    /// them.
     #[arg(long, env = "BATON_LOG", default_value = "info")]
     pub log: String,
+    /// Log lines as `text` (for people; colour only on a terminal) or
+    /// `json` (one object per line, for log collectors).
+    #[arg(long, env = "BATON_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     /// Log how long each step of every request took: the spans of the
     /// `baton::timing` target (decode, rewrite, child, encode, store write,
     /// flush...), each printed when it closes with its busy and idle time.

@@ -21,6 +21,7 @@ pub mod config;
 pub mod engine;
 pub mod failure;
 pub mod journal;
+pub mod metrics_catalog;
 pub mod program;
 pub(crate) mod quota;
 pub mod rewrite;

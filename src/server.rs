@@ -14,15 +14,28 @@ use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::format::FmtSpan;
 
 use crate::api::{AppState, router};
-use crate::config::{ServeArgs, load_secrets};
+use crate::config::{LogFormat, ServeArgs, load_secrets};
 use crate::engine::{Engine, EngineConfig};
 use crate::service::{Service, ServiceConfig};
 use crate::store::{SledStore, Store};
 use crate::token::{SigningKey, SigningKeys};
 
-/// Runs the server until SIGINT/SIGTERM.
-pub fn run(args: ServeArgs) -> ExitCode {
+/// Libraries whose own logs stay at `warn` unless the filter names them:
+/// `debug` shows baton's steps, not the storage engine's internals.
+const QUIET_LIBRARIES: &[&str] = &["sled", "hyper", "h2", "tower", "mio", "axum"];
+
+/// Installs the log subscriber: the filter of `--log` (with the libraries
+/// of [`QUIET_LIBRARIES`] at `warn` unless named), request spans with
+/// `--trace-requests`, text or JSON lines, colour only on a terminal.
+fn init_logging(args: &ServeArgs) {
     let mut filter = EnvFilter::try_new(&args.log).unwrap_or_else(|_| EnvFilter::new("info"));
+    for library in QUIET_LIBRARIES {
+        if !args.log.contains(library)
+            && let Ok(directive) = format!("{library}=warn").parse()
+        {
+            filter = filter.add_directive(directive);
+        }
+    }
     let mut span_events = FmtSpan::NONE;
     if args.trace_requests {
         if let Ok(timing) = format!("{}=debug", crate::timing::TARGET).parse() {
@@ -30,12 +43,19 @@ pub fn run(args: ServeArgs) -> ExitCode {
         }
         span_events = FmtSpan::CLOSE;
     }
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_span_events(span_events)
-        .with_target(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
-        .init();
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()));
+    match args.log_format {
+        LogFormat::Text => builder.with_target(false).init(),
+        LogFormat::Json => builder.json().with_current_span(false).init(),
+    }
+}
+
+/// Runs the server until SIGINT/SIGTERM.
+pub fn run(args: ServeArgs) -> ExitCode {
+    init_logging(&args);
     // Probed while the process has one thread (before the runtime's).
     let layers = crate::sandbox::isolation::probe();
     if layers.namespaces && layers.landlock_abi >= 6 {
@@ -104,10 +124,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             "rounds left running by the previous process are paused again"
         );
     }
-    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
-        .install_recorder()
-        .map_err(|e| tracing::warn!(error = %e, "metrics disabled"))
-        .ok();
+    let metrics = crate::metrics_catalog::install();
     let state = Arc::new(AppState {
         service,
         api_key_hashes: secrets

@@ -546,10 +546,52 @@ fn inspect_shows_the_paused_frame_to_its_owner_only() {
     let (status, _) = server.get("/executions/00", Some(KEY));
     assert_eq!(status, 404);
     let metrics = server.get_text("/metrics");
-    assert!(
-        metrics.contains("baton_executions_started_total"),
-        "{metrics}"
-    );
+    assert_metrics_are_described(&metrics);
+    for gauge in [
+        "baton_parked_children 1",
+        "baton_idle_children ",
+        "baton_executions_started_total 1",
+        "baton_pause_durable_seconds_count 1",
+        "baton_pause_durable_seconds_bucket{le=\"+Inf\"} 1",
+    ] {
+        assert!(
+            metrics.lines().any(|l| l.starts_with(gauge)),
+            "{gauge}: {metrics}"
+        );
+    }
+}
+
+/// Every metric `/metrics` shows has its `# HELP` and `# TYPE` lines, and
+/// durations are histograms (buckets), not summaries.
+fn assert_metrics_are_described(metrics: &str) {
+    let names: std::collections::BTreeSet<&str> = metrics
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .map(|name| {
+            ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|suffix| name.strip_suffix(suffix))
+                .unwrap_or(name)
+        })
+        .collect();
+    assert!(names.len() >= 5, "{metrics}");
+    for name in names {
+        for kind in ["# HELP", "# TYPE"] {
+            assert!(
+                metrics
+                    .lines()
+                    .any(|l| l.starts_with(&format!("{kind} {name} "))),
+                "{kind} {name} missing: {metrics}"
+            );
+        }
+        if name.ends_with("_seconds") {
+            assert!(
+                metrics.contains(&format!("# TYPE {name} histogram")),
+                "{name} is not a histogram: {metrics}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -712,4 +754,44 @@ fn openapi_describes_every_route_and_needs_no_key() {
     assert_eq!(reply["oneOf"].as_array().map(Vec::len), Some(3), "{reply}");
     let schemes = &document["components"]["securitySchemes"];
     assert_eq!(schemes["api_key"]["name"], "x-api-key");
+}
+
+#[test]
+fn inspect_keeps_an_ended_execution_and_names_an_expired_pause() {
+    let (_dir, server) = server(&["--paused-ttl-secs", "1", "--sweep-secs", "3600"]);
+    let (status, done) = server.post(
+        "/exec/programmatic",
+        &json!({"code": "open('/mnt/data/out.txt', 'w').write('hi')\nprint('wrote')\n", "tools": weather_tools()}),
+    );
+    assert_eq!(
+        (status, &done["status"]),
+        (200, &json!("completed")),
+        "{done}"
+    );
+    let id = done["execution_id"].as_str().unwrap_or_default().to_owned();
+    let (status, view) = server.get(&format!("/executions/{id}"), Some(KEY));
+    assert_eq!(status, 200, "{view}");
+    assert_eq!(view["status"], "completed", "{view}");
+    assert_eq!(view["stdout"], "wrote\n");
+    assert_eq!(view["error"], Value::Null);
+    assert_eq!(view["files"][0]["name"], "out.txt", "{view}");
+    assert_eq!(view["files"][0]["id"], done["files"][0]["id"], "{view}");
+    assert_eq!(view["deleted_files"], json!([]), "{view}");
+
+    let paused = start(&server, "w = await get_weather(city='a')\nprint(w)\n");
+    let id = paused["execution_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let (_, view) = server.get(&format!("/executions/{id}"), Some(KEY));
+    assert_eq!(view["status"], "paused", "{view}");
+    std::thread::sleep(Duration::from_millis(2100));
+    let (status, view) = server.get(&format!("/executions/{id}"), Some(KEY));
+    assert_eq!(
+        (status, &view["status"]),
+        (200, &json!("expired")),
+        "{view}"
+    );
+    let (status, refused) = continue_(&server, &paused, answers(&paused));
+    assert_eq!(status, 400, "{refused}");
 }

@@ -56,7 +56,7 @@ impl ApiError {
 }
 
 /// The HTTP status of each of the service's errors.
-fn service_status(error: &ServiceError) -> StatusCode {
+pub(crate) fn service_status(error: &ServiceError) -> StatusCode {
     match error {
         ServiceError::Invalid(_)
         | ServiceError::InvalidToken

@@ -12,6 +12,7 @@ pub mod error;
 mod files;
 pub mod openapi;
 pub mod request;
+mod request_log;
 pub mod views;
 
 use std::sync::Arc;
@@ -33,6 +34,7 @@ use crate::token::key_identity;
 use error::ApiError;
 use error::Failures;
 use request::{CancelBody, ExecBody, ExecRequest, PlainBody};
+use request_log::RequestLog;
 use views::{CancelView, ErrorView, ExecReply, ExecutionView, HealthView, PlainExecView};
 
 /// Shared state of the handlers.
@@ -192,6 +194,7 @@ async fn metrics_text(State(state): State<Arc<AppState>>) -> Response {
     let engine = state.service.engine();
     metrics::gauge!("baton_parked_children").set(engine.parked_count() as f64);
     metrics::gauge!("baton_parked_bytes").set(engine.parked_bytes() as f64);
+    metrics::gauge!("baton_idle_children").set(engine.idle_count() as f64);
     let body = state
         .metrics
         .as_ref()
@@ -277,12 +280,14 @@ async fn exec_plain(
     check_profile(&headers)?;
     let start =
         step!("decode").in_scope(|| request::decode_plain(&body, client_request_id(&headers)))?;
-    let reply = state
+    let log = RequestLog::begin("exec", owner);
+    let result = state
         .service
         .start(owner, start)
         .instrument(step!("start"))
-        .await?;
-    let view = PlainExecView::from_reply(reply).ok_or_else(|| {
+        .await;
+    log.finish(&result);
+    let view = PlainExecView::from_reply(result?).ok_or_else(|| {
         ApiError::Service(ServiceError::Unavailable(
             "code without tools paused".into(),
         ))
@@ -306,22 +311,28 @@ async fn exec(
     check_profile(&headers)?;
     let request_id = client_request_id(&headers);
     let decoded = step!("decode").in_scope(|| request::decode_exec(&body, request_id))?;
-    let reply = match decoded {
+    let (log, result) = match decoded {
         ExecRequest::Continue { token, results } => {
-            state
+            let log = RequestLog::begin("continue", owner);
+            let result = state
                 .service
                 .continue_with(owner, &token, results, request_id)
                 .instrument(step!("continue"))
-                .await?
+                .await;
+            (log, result)
         }
         ExecRequest::Start(start) => {
-            state
+            let log = RequestLog::begin("start", owner);
+            let result = state
                 .service
                 .start(owner, start)
                 .instrument(step!("start"))
-                .await?
+                .await;
+            (log, result)
         }
     };
+    log.finish(&result);
+    let reply = result?;
     Ok(step!("respond").in_scope(|| Json(ExecReply::from(reply)).into_response()))
 }
 
@@ -344,8 +355,10 @@ async fn cancel(
 ) -> Result<Response, ApiError> {
     let (owner, body) = authorized_body(&state, &headers, body)?;
     let request_id = request::decode_cancel(&body)?;
-    let outcome = state.service.cancel(owner, &request_id).await?;
-    Ok(Json(CancelView::new(request_id, outcome)).into_response())
+    let log = RequestLog::begin("cancel", owner);
+    let result = state.service.cancel(owner, &request_id).await;
+    log.cancelled(&request_id, &result);
+    Ok(Json(CancelView::new(request_id, result?)).into_response())
 }
 
 /// `GET /executions/{id}`: an execution's state.

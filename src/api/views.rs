@@ -13,6 +13,7 @@ use utoipa::ToSchema;
 
 use crate::journal::CallRecord;
 use crate::service::{CancelOutcome, Inspection, Reply};
+use crate::state::Status;
 use crate::workspace::{FileMeta, MOUNT};
 
 /// A tool call the client must run.
@@ -163,6 +164,7 @@ impl From<Reply> for ExecReply {
                 session_id,
                 token,
                 calls,
+                ..
             } => Self::ToolCallRequired {
                 execution_id,
                 session_id,
@@ -177,6 +179,7 @@ impl From<Reply> for ExecReply {
                 stderr,
                 files,
                 deleted_files,
+                ..
             } => Self::Completed {
                 execution_id,
                 session_id,
@@ -235,6 +238,7 @@ impl PlainExecView {
             mut stderr,
             files,
             deleted_files,
+            ..
         } = reply
         else {
             return None;
@@ -354,7 +358,8 @@ pub struct FrameView {
 pub struct ExecutionView {
     /// Execution id.
     pub execution_id: String,
-    /// `running`, `paused`, `completed`, `failed` or `cancelled`.
+    /// `running`, `paused`, `expired` (a pause past its time, never to be
+    /// continued), `completed`, `failed` or `cancelled`.
     pub status: String,
     /// Pauses so far.
     pub round: u32,
@@ -385,6 +390,12 @@ pub struct ExecutionView {
     /// Once ended: its stderr.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stderr: Option<String>,
+    /// Once completed: the files it created or changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<Vec<ProducedFileView>>,
+    /// Once completed: the request's files it removed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deleted_files: Option<Vec<String>>,
 }
 
 impl ExecutionView {
@@ -395,9 +406,17 @@ impl ExecutionView {
         let record = inspection.record.as_ref();
         let outcome = inspection.outcome.as_ref();
         let pending = record.and_then(|r| r.pending.as_ref());
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let status = if state.status == Status::Paused && state.expires_at <= now {
+            "expired"
+        } else {
+            state.status.name()
+        };
         Self {
             execution_id: id_hex.to_owned(),
-            status: state.status.name().to_owned(),
+            status: status.to_owned(),
             round: state.round,
             expires_at: state.expires_at,
             session_id: record.map(|r| r.session_id.clone()),
@@ -413,6 +432,8 @@ impl ExecutionView {
             error: outcome.map(|o| o.error.clone()),
             stdout: outcome.map(|o| o.stdout.clone()),
             stderr: outcome.map(|o| o.stderr.clone()),
+            files: outcome.map(|o| o.files.iter().map(ProducedFileView::from).collect()),
+            deleted_files: outcome.map(|o| o.deleted.clone()),
         }
     }
 }

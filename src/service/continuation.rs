@@ -172,13 +172,19 @@ impl Service {
                         session_id: record.session_id,
                         token,
                         calls,
+                        round: state.round,
                     });
                 }
                 Status::Cancelled => return Err(ServiceError::Cancelled),
                 Status::Completed | Status::Failed => {
                     let outcome = self.load_outcome(id)?.ok_or(refused)?;
                     metrics::counter!("baton_retried_continuations_total").increment(1);
-                    return Ok(Reply::from_outcome(hex::encode(id), outcome));
+                    return Ok(Reply::from_outcome(
+                        hex::encode(id),
+                        outcome,
+                        state.round,
+                        None,
+                    ));
                 }
             }
         }

@@ -72,6 +72,8 @@ pub enum Reply {
         token: String,
         /// The calls.
         calls: Vec<CallRecord>,
+        /// Pauses so far (this one included).
+        round: u32,
     },
     /// Ended.
     Ended {
@@ -89,6 +91,11 @@ pub enum Reply {
         files: Vec<FileMeta>,
         /// Names of the request's files the code removed (when completed).
         deleted_files: Vec<String>,
+        /// Pauses it made.
+        round: u32,
+        /// How it failed ([`crate::failure::Failure::kind`]); `None` when
+        /// it completed, or when the answer repeats a stored outcome.
+        failure: Option<&'static str>,
     },
 }
 
@@ -119,8 +126,15 @@ pub struct Inspection {
 
 impl Reply {
     /// The reply of an ended execution.
-    pub(super) fn from_outcome(execution_id: String, outcome: EndedOutcome) -> Reply {
+    pub(super) fn from_outcome(
+        execution_id: String,
+        outcome: EndedOutcome,
+        round: u32,
+        failure: Option<&'static str>,
+    ) -> Reply {
         Reply::Ended {
+            round,
+            failure,
             execution_id,
             session_id: outcome.session_id,
             error: outcome.error,
@@ -142,5 +156,7 @@ pub(super) fn cancelled_reply(record: &ExecutionRecord) -> Reply {
         stderr: record.stderr.clone(),
         files: Vec::new(),
         deleted_files: Vec::new(),
+        round: record.round_count() as u32,
+        failure: Some(Failure::Cancelled.kind()),
     }
 }

@@ -64,6 +64,7 @@ impl Service {
     ) -> Result<(), ServiceError> {
         let guard_key = state_key(&stored.id);
         let guard_value = running.encode();
+        let began = std::time::Instant::now();
         step!("store_write")
             .in_scope(|| {
                 self.store
@@ -72,12 +73,15 @@ impl Service {
             .map_err(ServiceError::store)?
             .map_err(|_changed| ServiceError::Cancelled)?;
         match flush {
-            Flush::BeforeReply => self
-                .durability
-                .durable()
-                .instrument(step!("flush"))
-                .await
-                .map_err(ServiceError::store)?,
+            Flush::BeforeReply => {
+                self.durability
+                    .durable()
+                    .instrument(step!("flush"))
+                    .await
+                    .map_err(ServiceError::store)?;
+                metrics::histogram!("baton_pause_durable_seconds")
+                    .record(began.elapsed().as_secs_f64());
+            }
             Flush::AfterReply => self.durability.soon(),
         }
         self.usage.set(
@@ -147,6 +151,7 @@ impl Service {
                     session_id: record.session_id.clone(),
                     token,
                     calls,
+                    round: record.round_count() as u32,
                 };
                 Ok((reply, Some(stored_bytes)))
             }
@@ -229,6 +234,7 @@ impl Service {
         failure: Option<Failure>,
         files: Vec<FileMeta>,
     ) -> Result<Reply, ServiceError> {
+        let kind = failure.as_ref().map(Failure::kind);
         let error = failure.map(|failure| failure.to_string());
         let deleted = if error.is_none() {
             record.removed.clone()
@@ -279,6 +285,11 @@ impl Service {
             },
         )
         .await?;
-        Ok(Reply::from_outcome(record.id_hex(), outcome))
+        Ok(Reply::from_outcome(
+            record.id_hex(),
+            outcome,
+            record.round_count() as u32,
+            kind,
+        ))
     }
 }

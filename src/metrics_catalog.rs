@@ -1,0 +1,108 @@
+//! Every metric baton exports, with its `# HELP` text and unit, described
+//! once, and the Prometheus exporter that renders them: durations are
+//! histograms with buckets (not summaries), so they aggregate across
+//! scrapes and nodes.
+//!
+//! Invariant: a metric recorded anywhere in the crate is described here
+//! (`tests/http_api.rs` checks that `/metrics` has a `# HELP` line for each
+//! metric it shows).
+
+use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+/// Bucket bounds of the duration histograms, in seconds (100 µs to 10 s).
+const SECONDS_BUCKETS: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
+];
+
+/// Bucket bounds of the flush group size histogram.
+const GROUP_BUCKETS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
+
+/// Installs the Prometheus recorder and describes every metric; `None`
+/// (logged) when a recorder is already installed.
+pub fn install() -> Option<PrometheusHandle> {
+    let builder = PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS_BUCKETS)
+        .and_then(|b| {
+            b.set_buckets_for_metric(
+                Matcher::Full("baton_store_flush_group_size".into()),
+                GROUP_BUCKETS,
+            )
+        });
+    let handle = builder
+        .and_then(PrometheusBuilder::install_recorder)
+        .map_err(|e| tracing::warn!(error = %e, "metrics disabled"))
+        .ok()?;
+    describe();
+    Some(handle)
+}
+
+fn describe() {
+    describe_counter!(
+        "baton_executions_started_total",
+        "Executions started (programmatic and /exec)."
+    );
+    describe_counter!(
+        "baton_executions_completed_total",
+        "Executions that ran to their end without an error."
+    );
+    describe_counter!(
+        "baton_executions_failed_total",
+        "Executions that ended with an error, by kind (timeout, memory, exception, ...)."
+    );
+    describe_counter!(
+        "baton_executions_cancelled_total",
+        "Executions cancelled by their client."
+    );
+    describe_counter!(
+        "baton_nondeterminism_errors_total",
+        "Replays that did not reach the pause the first run reached."
+    );
+    describe_counter!("baton_rounds_total", "Pauses made durable and handed out.");
+    describe_counter!(
+        "baton_cold_resumes_total",
+        "Continuations that replayed the journal in a fresh child (no parked child)."
+    );
+    describe_counter!(
+        "baton_retried_continuations_total",
+        "Continuations answered from the stored outcome of the same continuation."
+    );
+    describe_counter!(
+        "baton_parked_evictions_total",
+        "Parked children evicted for the parked count or memory budget."
+    );
+    describe_counter!(
+        "baton_store_flushes_total",
+        "Store flushes (group commits) to disk."
+    );
+    describe_gauge!("baton_parked_children", "Children parked at a pause.");
+    describe_gauge!(
+        "baton_parked_bytes",
+        Unit::Bytes,
+        "Private memory of the parked children measured so far."
+    );
+    describe_gauge!(
+        "baton_idle_children",
+        "Pre-forked children ready for a start."
+    );
+    describe_histogram!(
+        "baton_start_to_pause_seconds",
+        Unit::Seconds,
+        "From a start's job to its first pause or end, in the engine."
+    );
+    describe_histogram!(
+        "baton_resume_to_pause_seconds",
+        Unit::Seconds,
+        "From a continuation's results to the next pause or end, in the engine."
+    );
+    describe_histogram!(
+        "baton_pause_durable_seconds",
+        Unit::Seconds,
+        "From a step's store write to its flush to disk (group commit): pauses, and ends that name files."
+    );
+    describe_histogram!(
+        "baton_store_flush_group_size",
+        "Writers made durable by one flush."
+    );
+}
