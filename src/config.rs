@@ -74,6 +74,23 @@ pub mod defaults {
     pub const GRACE_MS: u64 = 500;
 }
 
+/// A `--listen` value: a socket address, or `name:port` resolved to its
+/// first address.
+fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(address) = text.parse() {
+        return Ok(address);
+    }
+    let explain = || {
+        format!(
+            "{text:?} is not an address to listen on: give host:port, e.g. 127.0.0.1:8080, 0.0.0.0:8080 or localhost:8080"
+        )
+    };
+    std::net::ToSocketAddrs::to_socket_addrs(text)
+        .map_err(|_| explain())?
+        .next()
+        .ok_or_else(explain)
+}
+
 /// How log lines are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
@@ -86,8 +103,9 @@ pub enum LogFormat {
 /// Flags of `baton serve`.
 #[derive(Args, Clone, Debug)]
 pub struct ServeArgs {
-    /// Address to listen on.
-    #[arg(long, env = "BATON_LISTEN", default_value = "127.0.0.1:8080")]
+    /// Address to listen on: `host:port`, the host an IP address or a name
+    /// (`localhost:8080`, `0.0.0.0:8080`, `[::]:8080`).
+    #[arg(long, env = "BATON_LISTEN", default_value = "127.0.0.1:8080", value_parser = parse_listen)]
     pub listen: SocketAddr,
     /// Directory of the store and the generated keys.
     #[arg(long, env = "BATON_DATA_DIR", default_value = "./baton-data")]
@@ -267,17 +285,33 @@ pub fn parse_signing_key(spec: &str) -> Result<SigningKey, ConfigError> {
     })
 }
 
+/// Creates the data directory (0700) when missing, and checks that this
+/// process can write in it; each failure is a sentence naming the flag.
 fn ensure_private_dir(dir: &Path) -> Result<(), ConfigError> {
-    if dir.is_dir() {
-        return Ok(());
+    let named = format!("--data-dir {} (BATON_DATA_DIR)", dir.display());
+    if dir.exists() && !dir.is_dir() {
+        return Err(ConfigError::Invalid(format!(
+            "{named} is a file, not a directory: give a directory (baton creates it when it is missing)"
+        )));
     }
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|source| ConfigError::Io {
-            path: dir.to_owned(),
-            source,
+    if !dir.is_dir() {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| {
+                ConfigError::Invalid(format!(
+                    "cannot create {named}: {e}; give a directory this user may create, or create it and give it to this user"
+                ))
+            })?;
+    }
+    let probe = dir.join(".baton-write-check");
+    fs::write(&probe, b"")
+        .and_then(|()| fs::remove_file(&probe))
+        .map_err(|e| {
+            ConfigError::Invalid(format!(
+                "{named} is not writable by this user: {e}; give a directory this user owns, or change its owner"
+            ))
         })
 }
 

@@ -53,6 +53,26 @@ fn init_logging(args: &ServeArgs) {
     }
 }
 
+/// Binds `--listen`; a failure is a sentence that names the flag and what
+/// to do.
+async fn listen(address: std::net::SocketAddr) -> Result<tokio::net::TcpListener, String> {
+    tokio::net::TcpListener::bind(address).await.map_err(|e| {
+        let advice = match e.kind() {
+            std::io::ErrorKind::AddrInUse => {
+                "the address is already in use: another process (perhaps another baton) listens there; stop it, or give another --listen"
+            }
+            std::io::ErrorKind::PermissionDenied => {
+                "permission denied: ports below 1024 need root or CAP_NET_BIND_SERVICE; give a port above 1023"
+            }
+            std::io::ErrorKind::AddrNotAvailable => {
+                "this machine has no such address: give one of its addresses, 0.0.0.0 for all, or 127.0.0.1"
+            }
+            _ => "check the address",
+        };
+        format!("cannot listen on {address} (--listen, BATON_LISTEN): {advice} ({e})")
+    })
+}
+
 /// Runs the server until SIGINT/SIGTERM.
 pub fn run(args: ServeArgs) -> ExitCode {
     init_logging(&args);
@@ -97,6 +117,9 @@ fn raise_open_file_limit() {
 }
 
 async fn serve(args: ServeArgs) -> Result<(), String> {
+    // Before anything is created or generated: a port in use is reported
+    // with nothing written to the data directory.
+    let listener = listen(args.listen).await?;
     let secrets = load_secrets(&args).map_err(|e| e.to_string())?;
     let keys = signing_keys(secrets.signing_keys)?;
     let store: Arc<dyn Store> =
@@ -137,9 +160,6 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         body_timeout: Duration::from_secs(args.body_timeout_secs.max(1)),
     });
     spawn_sweeper(state.clone(), Duration::from_secs(args.sweep_secs.max(1)));
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
     println!("baton: listening on http://{address}");
     tracing::info!(%address, data_dir = %args.data_dir.display(), "serving");
