@@ -14,7 +14,10 @@
 //! - `q/<owner 8><request id>`: the [`RequestLink`] of a client request id
 //!   (start or continuation) to its execution;
 //! - `c/<owner 8><request id>`: a cancel that came before its request
-//!   ([`EarlyCancel`]).
+//!   ([`EarlyCancel`]);
+//! - `x/<owner 8><u64::MAX - started µs, BE><id 16>` (empty value): a key's
+//!   executions, newest first, for listings (written with the first state,
+//!   swept once the state is gone).
 //!
 //! Invariants:
 //! - Request-id keys start with the owner's key identity: one API key can
@@ -202,6 +205,28 @@ pub const ROUNDS: &[u8] = b"j/";
 pub const OUTCOMES: &[u8] = b"o/";
 /// The prefix of request-id links.
 pub const REQUEST_LINKS: &[u8] = b"q/";
+/// The prefix of the per-key execution index.
+pub const LISTINGS: &[u8] = b"x/";
+
+/// The prefix of one key's entries in the execution index.
+pub fn listing_prefix(owner: &[u8; 8]) -> Vec<u8> {
+    [LISTINGS, owner].concat()
+}
+
+/// The index entry of an execution of `owner` started at `started_us`
+/// (Unix microseconds): later starts sort first.
+pub fn listing_key(owner: &[u8; 8], started_us: u64, id: &[u8; 16]) -> Vec<u8> {
+    [LISTINGS, owner, &(u64::MAX - started_us).to_be_bytes(), id].concat()
+}
+
+/// The start time (Unix microseconds) and execution id of an index key.
+pub fn parse_listing_key(key: &[u8]) -> Option<(u64, [u8; 16])> {
+    let rest = key.strip_prefix(LISTINGS)?.get(8..)?;
+    let inverted = u64::from_be_bytes(rest.get(..8)?.try_into().ok()?);
+    let id = rest.get(8..)?.try_into().ok()?;
+    Some((u64::MAX - inverted, id))
+}
+
 /// The prefix of early cancels.
 pub const EARLY_CANCELS: &[u8] = b"c/";
 

@@ -795,3 +795,75 @@ fn inspect_keeps_an_ended_execution_and_names_an_expired_pause() {
     let (status, refused) = continue_(&server, &paused, answers(&paused));
     assert_eq!(status, 400, "{refused}");
 }
+
+#[test]
+fn executions_are_listed_newest_first_in_pages_per_key() {
+    let (_dir, server) = server(&[]);
+    let (_, done) = server.post(
+        "/exec/programmatic",
+        &json!({"code": "print('a')", "tools": weather_tools()}),
+    );
+    let first_pause = start(&server, "w = await get_weather(city='b')\nprint(w)\n");
+    let second_pause = start(&server, "w = await get_weather(city='c')\nprint(w)\n");
+    let (_, other) = server.post_as(
+        "/exec/programmatic",
+        &json!({"code": "print('other')", "tools": weather_tools()}),
+        Some(("x-api-key", OTHER_KEY)),
+    );
+    let id = |v: &Value| v["execution_id"].clone();
+    let ids = |page: &Value| -> Vec<Value> {
+        page["executions"]
+            .as_array()
+            .map(|all| all.iter().map(|e| e["execution_id"].clone()).collect())
+            .unwrap_or_default()
+    };
+    let (status, all) = server.get("/executions", Some(KEY));
+    assert_eq!(status, 200, "{all}");
+    assert_eq!(
+        ids(&all),
+        vec![id(&second_pause), id(&first_pause), id(&done)]
+    );
+    assert_eq!(all["executions"][0]["status"], "paused");
+    assert_eq!(all["executions"][0]["round"], 1);
+    assert_eq!(all["executions"][2]["status"], "completed");
+    assert!(
+        all["executions"][0]["started"]
+            .as_u64()
+            .is_some_and(|s| s > 1_700_000_000)
+    );
+    assert_eq!(all["next_cursor"], Value::Null);
+    assert!(
+        !ids(&all).contains(&id(&other)),
+        "another key's execution listed"
+    );
+
+    let (status, page) = server.get("/v1/executions?limit=2", Some(KEY));
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(ids(&page), vec![id(&second_pause), id(&first_pause)]);
+    let cursor = page["next_cursor"].as_str().unwrap_or_default().to_owned();
+    assert!(!cursor.is_empty(), "{page}");
+    let (status, rest) = server.get(&format!("/executions?limit=2&cursor={cursor}"), Some(KEY));
+    assert_eq!(status, 200, "{rest}");
+    assert_eq!(ids(&rest), vec![id(&done)]);
+    assert_eq!(rest["next_cursor"], Value::Null);
+
+    let (_, completed) = server.get("/executions?status=completed", Some(KEY));
+    assert_eq!(ids(&completed), vec![id(&done)]);
+    let (_, theirs) = server.get("/executions", Some(OTHER_KEY));
+    assert_eq!(ids(&theirs), vec![id(&other)]);
+    for (query, needle) in [
+        ("status=sleeping", "status must be one of"),
+        ("limit=0", "limit must be from 1 to 500"),
+        ("limit=many", "invalid query"),
+        ("cursor=zz", "cursor is not one this server gave"),
+    ] {
+        let (status, body) = server.get(&format!("/executions?{query}"), Some(KEY));
+        assert_eq!(status, 400, "{query}: {body}");
+        assert!(
+            body["error"].as_str().is_some_and(|e| e.contains(needle)),
+            "{query}: {body}"
+        );
+    }
+    let (status, _) = server.get("/executions", None);
+    assert_eq!(status, 401);
+}

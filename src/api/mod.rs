@@ -21,21 +21,24 @@ use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
-use crate::service::{Service, ServiceError};
+use crate::service::{ListQuery, Service, ServiceError};
 use crate::timing::step;
 use crate::token::key_identity;
 use error::ApiError;
 use error::Failures;
 use request::{CancelBody, ExecBody, ExecRequest, PlainBody};
 use request_log::RequestLog;
-use views::{CancelView, ErrorView, ExecReply, ExecutionView, HealthView, PlainExecView};
+use views::{
+    CancelView, ErrorView, ExecReply, ExecutionListView, ExecutionView, HealthView, PlainExecView,
+};
 
 /// Shared state of the handlers.
 pub struct AppState {
@@ -101,6 +104,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/exec", post(exec_plain))
         .route("/exec/programmatic", post(exec))
         .route("/exec/programmatic/cancel", post(cancel))
+        .route("/executions", get(list_executions))
         .route("/executions/{id}", get(inspect))
         .route("/upload", post(files::upload))
         .route("/files/{session_id}", get(files::list))
@@ -360,6 +364,44 @@ async fn cancel(
     log.cancelled(&request_id, &result);
     Ok(Json(CancelView::new(request_id, result?)).into_response())
 }
+
+/// The query of `GET /executions`.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ListParams {
+    /// Only executions with this status: `running`, `paused`, `expired`,
+    /// `completed`, `failed` or `cancelled`.
+    status: Option<String>,
+    /// At most this many (1 to 500; default 50).
+    limit: Option<usize>,
+    /// The `next_cursor` of the previous page.
+    cursor: Option<String>,
+}
+
+/// `GET /executions`: the caller's executions, newest first, in pages.
+#[utoipa::path(get, path = "/executions", tag = "exec", params(ListParams),
+    responses((status = 200, description = "A page of the caller's executions", body = ExecutionListView), Failures))]
+async fn list_executions(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    query: Result<Query<ListParams>, QueryRejection>,
+) -> Result<Json<ExecutionListView>, ApiError> {
+    let owner = authorize(&state, &headers)?;
+    let Query(params) =
+        query.map_err(|e| ApiError::BadRequest(format!("invalid query: {}", e.body_text())))?;
+    let listing = state.service.list(
+        owner,
+        &ListQuery {
+            status: params.status,
+            limit: params.limit.unwrap_or(DEFAULT_PAGE),
+            cursor: params.cursor,
+        },
+    )?;
+    Ok(Json(ExecutionListView::from(listing)))
+}
+
+/// Executions per page when the query does not say.
+const DEFAULT_PAGE: usize = 50;
 
 /// `GET /executions/{id}`: an execution's state.
 #[utoipa::path(get, path = "/executions/{id}", tag = "exec",

@@ -27,6 +27,7 @@ use super::views::ErrorView;
         super::exec_plain,
         super::exec,
         super::cancel,
+        super::list_executions,
         super::inspect,
         super::files::upload,
         super::files::list,

@@ -12,8 +12,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::journal::CallRecord;
-use crate::service::{CancelOutcome, Inspection, Reply};
-use crate::state::Status;
+use crate::service::{CancelOutcome, Inspection, Listing, Reply, shown_status};
 use crate::workspace::{FileMeta, MOUNT};
 
 /// A tool call the client must run.
@@ -406,14 +405,7 @@ impl ExecutionView {
         let record = inspection.record.as_ref();
         let outcome = inspection.outcome.as_ref();
         let pending = record.and_then(|r| r.pending.as_ref());
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let status = if state.status == Status::Paused && state.expires_at <= now {
-            "expired"
-        } else {
-            state.status.name()
-        };
+        let status = shown_status(state, unix_now());
         Self {
             execution_id: id_hex.to_owned(),
             status: status.to_owned(),
@@ -434,6 +426,56 @@ impl ExecutionView {
             stderr: outcome.map(|o| o.stderr.clone()),
             files: outcome.map(|o| o.files.iter().map(ProducedFileView::from).collect()),
             deleted_files: outcome.map(|o| o.deleted.clone()),
+        }
+    }
+}
+
+/// Unix seconds now.
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// One execution in a listing (`GET /executions`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ListedExecutionView {
+    /// Execution id, for `GET /executions/{id}`.
+    pub execution_id: String,
+    /// `running`, `paused`, `expired`, `completed`, `failed` or `cancelled`.
+    pub status: String,
+    /// Pauses so far.
+    pub round: u32,
+    /// Unix seconds when it started.
+    pub started: u64,
+    /// Unix seconds after which it may be swept.
+    pub expires_at: u64,
+}
+
+/// A page of the caller's executions, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExecutionListView {
+    /// The executions of this page.
+    pub executions: Vec<ListedExecutionView>,
+    /// Pass as `cursor` for the next page; `null` on the last one.
+    pub next_cursor: Option<String>,
+}
+
+impl From<Listing> for ExecutionListView {
+    fn from(listing: Listing) -> Self {
+        Self {
+            executions: listing
+                .executions
+                .into_iter()
+                .map(|listed| ListedExecutionView {
+                    execution_id: listed.execution_id,
+                    status: listed.status.to_owned(),
+                    round: listed.state.round,
+                    started: listed.started_us / 1_000_000,
+                    expires_at: listed.state.expires_at,
+                })
+                .collect(),
+            next_cursor: listing.next_cursor,
         }
     }
 }

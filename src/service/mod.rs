@@ -20,6 +20,7 @@
 mod cancel;
 mod continuation;
 pub mod error;
+mod listing;
 mod messages;
 mod records;
 mod request_ids;
@@ -40,6 +41,7 @@ use crate::workspace::Files;
 
 pub use continuation::order_results;
 pub use error::ServiceError;
+pub use listing::{ListQuery, Listed, Listing, MAX_PAGE, shown_status};
 pub use messages::{CancelOutcome, FileRef, Inspection, Reply, StartRequest, ToolResult};
 
 /// How long a cancel that came before its request is remembered, seconds.
@@ -87,6 +89,12 @@ fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+fn now_micros() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
 impl Service {

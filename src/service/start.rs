@@ -4,12 +4,12 @@ use tracing::Instrument;
 
 use crate::engine::ExecutionSpec;
 use crate::journal::WorkspaceFile;
-use crate::state::{ExecState, Status, state_key};
+use crate::state::{ExecState, Status, listing_key, state_key};
 use crate::timing::step;
 
 use super::error::ServiceError;
 use super::messages::{FileRef, Reply, StartRequest};
-use super::{Service, now_secs};
+use super::{Service, now_micros, now_secs};
 
 impl Service {
     /// Loads the files a start request names, as the workspace to start with.
@@ -92,8 +92,14 @@ impl Service {
             expires_at: now_secs() + self.config.paused_ttl_secs,
             answered: None,
         };
+        let listed = listing_key(&owner, now_micros(), &record.id);
         step!("store_state")
-            .in_scope(|| self.store.put(&state_key(&record.id), &state.encode()))
+            .in_scope(|| {
+                self.store.apply_batch(
+                    &[(&state_key(&record.id), &state.encode()), (&listed, &[])],
+                    &[],
+                )
+            })
             .map_err(ServiceError::store)?;
         self.link_request(owner, &request_id, record.id)?;
         if request_id.cancelled_early {

@@ -116,6 +116,7 @@ impl Service {
         self.sweep_prefix(EARLY_CANCELS, |bytes| {
             EarlyCancel::decode(bytes).is_none_or(|early| early.until <= now)
         })?;
+        self.sweep_listings()?;
         // The deletions' large values are reclaimed once they are durable.
         self.store.flush().map_err(ServiceError::store)?;
         Ok(swept)
