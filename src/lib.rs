@@ -25,6 +25,7 @@ pub mod metrics_catalog;
 pub mod program;
 pub(crate) mod quota;
 pub mod rewrite;
+pub mod run_file;
 pub mod sandbox;
 pub mod server;
 pub mod service;

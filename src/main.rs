@@ -1,4 +1,5 @@
-//! The `baton` binary: `baton serve` runs the HTTP service; `baton zygote` is
+//! The `baton` binary: `baton serve` runs the HTTP service; `baton run` runs
+//! a Python file through the same engine without a server; `baton zygote` is
 //! the sandbox process the server starts itself; `baton program` shows the
 //! program a child would run (the rewrite and its sites; used by the oracle).
 
@@ -24,6 +25,9 @@ struct Cli {
 enum Command {
     /// Run the HTTP service.
     Serve(Box<baton::config::ServeArgs>),
+    /// Run a Python file through the engine and sandbox, without a server;
+    /// tool calls are answered by --answer CMD or, on a terminal, by you.
+    Run(Box<baton::run_file::RunArgs>),
     /// Internal: the sandbox zygote (started by `serve`, reads fork requests on stdin).
     #[command(hide = true)]
     Zygote {
@@ -79,6 +83,7 @@ fn main() -> ExitCode {
             }
         },
         Command::Serve(args) => baton::server::run(*args),
+        Command::Run(args) => baton::run_file::run(*args),
     }
 }
 
