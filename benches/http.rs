@@ -36,6 +36,20 @@ const TWO_CALL: &str =
 const LOOP_20: &str = "total = 0\nfor i in range(20):\n    w = await get_weather(city=str(i))\n    total += w['t']\nprint(total)\n";
 const LARGE_20: &str =
     "n = 0\nfor i in range(20):\n    blob = await fetch(i=i)\n    n += len(blob)\nprint(n)\n";
+/// A 10-line data script with no tools.
+const DATA_SCRIPT: &str = "\
+import json, statistics, collections
+rows = [{'city': c, 'temp': (i * 7) % 31, 'day': i % 7} for i, c in enumerate(['Bern', 'Oslo', 'Lima', 'Rome', 'Kyiv'] * 20)]
+by_city = collections.defaultdict(list)
+for r in rows:
+    by_city[r['city']].append(r['temp'])
+summary = {c: {'mean': statistics.mean(t), 'max': max(t)} for c, t in by_city.items()}
+hot = sorted(summary, key=lambda c: summary[c]['mean'], reverse=True)
+report = [f\"{c}: {summary[c]['mean']:.1f} (max {summary[c]['max']})\" for c in hot]
+print('\\n'.join(report))
+print(json.dumps({'cities': len(summary), 'rows': len(rows)}))
+";
+const DATA_SCRIPT_ENDS: &str = "{\"cities\": 5, \"rows\": 100}\n";
 const RUNS: usize = 3;
 const ALONE_ITERATIONS: usize = 40;
 const THROUGHPUT_SECONDS: f64 = 3.0;
@@ -125,6 +139,21 @@ impl Client {
         [start, to_pause, to_end]
     }
 
+    /// A tool-free run of `code` through `path` (`/exec` or
+    /// `/exec/programmatic`), whose stdout must end with `ends`; its time in
+    /// milliseconds.
+    fn tool_free(&self, path: &str, code: &str, ends: &str) -> f64 {
+        let body = if path == "/exec" {
+            json!({"lang": "py", "code": code})
+        } else {
+            json!({"code": code})
+        };
+        let (reply, took) = self.post(path, &body);
+        let stdout = reply["stdout"].as_str().unwrap_or_default();
+        assert!(stdout.ends_with(ends), "{path}: {reply}");
+        ms(took)
+    }
+
     /// A whole execution of `code`, its rounds back to back; returns the
     /// time and the number of requests.
     fn whole(&self, code: &str, tools: &Value, result: &Value) -> (Duration, usize, Value) {
@@ -180,20 +209,27 @@ fn alone(client: &Client, figures: &mut Figures) {
     let tools = nine_tools();
     let (mut starts, mut to_pause, mut to_end) = (Vec::new(), Vec::new(), Vec::new());
     let (mut print_programmatic, mut print_exec, mut loops) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut data_programmatic, mut data_exec) = (Vec::new(), Vec::new());
     for _ in 0..ALONE_ITERATIONS {
         std::thread::sleep(gap);
         let [s, p, e] = client.two_call(&tools, gap);
         starts.push(ms(s));
         to_pause.push(ms(p));
         to_end.push(ms(e));
-        std::thread::sleep(gap);
-        let (reply, took) = client.post("/exec/programmatic", &json!({"code": "print(1)"}));
-        assert_eq!(reply["stdout"], "1\n", "{reply}");
-        print_programmatic.push(ms(took));
-        std::thread::sleep(gap);
-        let (reply, took) = client.post("/exec", &json!({"lang": "py", "code": "print(1)"}));
-        assert_eq!(reply["stdout"], "1\n", "{reply}");
-        print_exec.push(ms(took));
+        for (code, ends, programmatic, exec) in [
+            ("print(1)", "1\n", &mut print_programmatic, &mut print_exec),
+            (
+                DATA_SCRIPT,
+                DATA_SCRIPT_ENDS,
+                &mut data_programmatic,
+                &mut data_exec,
+            ),
+        ] {
+            std::thread::sleep(gap);
+            programmatic.push(client.tool_free("/exec/programmatic", code, ends));
+            std::thread::sleep(gap);
+            exec.push(client.tool_free("/exec", code, ends));
+        }
     }
     for _ in 0..ALONE_ITERATIONS / 2 {
         std::thread::sleep(gap);
@@ -211,6 +247,19 @@ fn alone(client: &Client, figures: &mut Figures) {
     ));
     figures.push(("print(1), /exec, median", median(&mut print_exec)));
     figures.push(("print(1), /exec, p99", percentile(&mut print_exec, 0.99)));
+    figures.push((
+        "10-line data script, /exec/programmatic, median",
+        median(&mut data_programmatic),
+    ));
+    figures.push((
+        "10-line data script, /exec/programmatic, p99",
+        percentile(&mut data_programmatic, 0.99),
+    ));
+    figures.push(("10-line data script, /exec, median", median(&mut data_exec)));
+    figures.push((
+        "10-line data script, /exec, p99",
+        percentile(&mut data_exec, 0.99),
+    ));
     figures.push(("20-round loop, whole execution, median", median(&mut loops)));
 }
 

@@ -731,6 +731,7 @@ fn openapi_describes_every_route_and_needs_no_key() {
         "/exec",
         "/exec/programmatic",
         "/exec/programmatic/cancel",
+        "/executions",
         "/executions/{id}",
         "/files/{session_id}",
         "/upload",
