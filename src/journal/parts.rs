@@ -44,6 +44,15 @@ pub struct StoredExtent {
     pub rounds: usize,
     /// Their total size.
     pub rounds_bytes: u64,
+    /// Size of the stored progress part (0 when none is stored).
+    pub progress_bytes: u64,
+}
+
+impl StoredExtent {
+    /// Everything the store holds of the record, bytes.
+    pub fn total(&self) -> u64 {
+        self.start_bytes + self.rounds_bytes + self.progress_bytes
+    }
 }
 
 /// The parts a pause must write.
@@ -181,6 +190,7 @@ impl ExecutionRecord {
             .iter()
             .map(|(_, r)| r.len() as u64)
             .sum::<u64>();
+        self.stored.progress_bytes = parts.progress.len() as u64;
     }
 
     /// Rebuilds a record from its stored parts: the start part, the
@@ -225,6 +235,7 @@ impl ExecutionRecord {
                 start_bytes: start.len() as u64,
                 rounds: rounds.len(),
                 rounds_bytes: rounds.iter().map(|r| r.len() as u64).sum(),
+                progress_bytes: progress.len() as u64,
             },
         };
         record.validate()?;
@@ -258,6 +269,7 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(back.stored.rounds, 1);
         assert_eq!(back.stored.start_bytes, start.len() as u64);
+        assert_eq!(back.stored.progress_bytes, progress.len() as u64);
         let back = ExecutionRecord {
             stored: StoredExtent::default(),
             ..back
@@ -285,6 +297,11 @@ mod tests {
         let total = second.total_bytes(&record.stored);
         record.mark_stored(&second);
         assert_eq!(record.stored.rounds, 2);
+        assert_eq!(
+            total,
+            record.stored.total(),
+            "the extent says what is stored"
+        );
         assert_eq!(
             total,
             record.stored.start_bytes + record.stored.rounds_bytes + second.progress.len() as u64

@@ -59,8 +59,7 @@ impl Service {
                 .compare_and_swap(&state_key(&id), Some(&bytes), Some(&cancelled.encode()))
                 .map_err(ServiceError::store)?;
             if swapped.is_ok() {
-                self.records.remove(&id);
-                let record_keys = self.record_keys(&id)?;
+                let record_keys = self.forget_record(&id)?;
                 let deletes = slices(&record_keys);
                 self.store
                     .apply_batch(&[], &deletes)
@@ -88,8 +87,7 @@ impl Service {
             expires_at: now_secs() + self.config.ended_ttl_secs,
             ..state
         };
-        self.records.remove(&record.id);
-        let record_keys = self.record_keys(&record.id)?;
+        let record_keys = self.forget_record(&record.id)?;
         let deletes = slices(&record_keys);
         self.store
             .apply_batch(&[(&state_key(&record.id), &cancelled.encode())], &deletes)

@@ -89,8 +89,7 @@ impl Service {
             Ok(ordered) => ordered,
             Err(invalid) => {
                 // The round stays paused: its record stays at hand.
-                let bytes = record.stored.start_bytes + record.stored.rounds_bytes;
-                self.records.put(record, bytes);
+                self.records.put(record);
                 return Err(invalid);
             }
         };

@@ -11,8 +11,8 @@
 //!   claims the next round, and served only for the round it was stored
 //!   at. The store stays the truth: a miss reads it.
 //! - The cache holds at most its budget (`--record-cache-mb`) of records
-//!   (by stored size), dropping the oldest first; a record over a quarter
-//!   of it is not kept.
+//!   (by stored size, [`crate::journal::StoredExtent::total`]), dropping
+//!   the oldest first; a record over a quarter of it is not kept.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -32,10 +32,20 @@ pub(super) struct RecordCache {
 
 #[derive(Default)]
 struct CacheInner {
-    /// By execution: (order of insertion, stored size, record).
-    records: HashMap<[u8; 16], (u64, u64, ExecutionRecord)>,
+    /// By execution: (order of insertion, record).
+    records: HashMap<[u8; 16], (u64, ExecutionRecord)>,
+    /// The stored size of the records held.
     bytes: u64,
     next: u64,
+}
+
+impl CacheInner {
+    /// Drops the record of `id`; returns it.
+    fn drop_record(&mut self, id: &[u8; 16]) -> Option<ExecutionRecord> {
+        let (_, record) = self.records.remove(id)?;
+        self.bytes -= record.stored.total();
+        Some(record)
+    }
 }
 
 impl RecordCache {
@@ -47,48 +57,41 @@ impl RecordCache {
         }
     }
 
-    /// Keeps `record`, as stored at its last pause (`bytes` in the store).
-    pub(super) fn put(&self, record: ExecutionRecord, bytes: u64) {
-        if self.budget == 0 || bytes > self.budget / 4 {
-            self.remove(&record.id);
-            return;
-        }
+    /// Keeps `record`, as stored at its last pause.
+    pub(super) fn put(&self, record: ExecutionRecord) {
+        let bytes = record.stored.total();
         let Ok(mut inner) = self.inner.lock() else {
             return;
         };
+        inner.drop_record(&record.id);
+        if self.budget == 0 || bytes > self.budget / 4 {
+            return;
+        }
         let order = inner.next;
         inner.next += 1;
-        if let Some((_, old, _)) = inner.records.insert(record.id, (order, bytes, record)) {
-            inner.bytes -= old;
-        }
+        inner.records.insert(record.id, (order, record));
         inner.bytes += bytes;
         while inner.bytes > self.budget {
             let oldest = inner
                 .records
                 .iter()
-                .min_by_key(|(_, (order, _, _))| *order)
+                .min_by_key(|(_, (order, _))| *order)
                 .map(|(id, _)| *id);
             let Some(oldest) = oldest else { break };
-            if let Some((_, size, _)) = inner.records.remove(&oldest) {
-                inner.bytes -= size;
-            }
+            inner.drop_record(&oldest);
         }
     }
 
     /// Takes the record of `id` if it was stored at pause `round`.
     pub(super) fn take(&self, id: &[u8; 16], round: u32) -> Option<ExecutionRecord> {
-        let mut inner = self.inner.lock().ok()?;
-        let (_, size, record) = inner.records.remove(id)?;
-        inner.bytes -= size;
+        let record = self.inner.lock().ok()?.drop_record(id)?;
         (record.round_count() == round as usize).then_some(record)
     }
 
     /// Forgets the record of `id`.
     pub(super) fn remove(&self, id: &[u8; 16]) {
-        if let Ok(mut inner) = self.inner.lock()
-            && let Some((_, size, _)) = inner.records.remove(id)
-        {
-            inner.bytes -= size;
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.drop_record(id);
         }
     }
 }
@@ -133,8 +136,16 @@ impl Service {
         }
     }
 
+    /// Forgets an execution's record (an end, a cancel, a sweep): drops it
+    /// from the cache and returns the keys of every stored part, for the
+    /// batch that deletes them.
+    pub(super) fn forget_record(&self, id: &[u8; 16]) -> Result<Vec<Vec<u8>>, ServiceError> {
+        self.records.remove(id);
+        self.record_keys(id)
+    }
+
     /// The keys of every stored part of an execution's record.
-    pub(super) fn record_keys(&self, id: &[u8; 16]) -> Result<Vec<Vec<u8>>, ServiceError> {
+    fn record_keys(&self, id: &[u8; 16]) -> Result<Vec<Vec<u8>>, ServiceError> {
         let mut keys = vec![record_key(id), progress_key(id)];
         for head in self.store.scan_heads(&rounds_prefix(id), 0) {
             keys.push(head.map_err(ServiceError::store)?.key);
@@ -169,23 +180,25 @@ fn corrupt(error: crate::journal::JournalError) -> ServiceError {
 mod tests {
     use super::*;
 
-    fn record(id: u8) -> ExecutionRecord {
+    /// A record of `id` that the store holds `bytes` of.
+    fn record(id: u8, bytes: u64) -> ExecutionRecord {
         let mut record = crate::journal::tests::sample();
         record.id = [id; 16];
+        record.stored.progress_bytes = bytes;
         record
     }
 
     #[test]
     fn a_cached_record_serves_its_round_once() {
         let cache = RecordCache::new(1000);
-        let stored = record(1);
+        let stored = record(1, 10);
         let round = stored.round_count() as u32;
-        cache.put(stored.clone(), 10);
+        cache.put(stored.clone());
         assert!(
             cache.take(&[1; 16], round + 1).is_none(),
             "another round misses"
         );
-        cache.put(stored.clone(), 10);
+        cache.put(stored.clone());
         assert_eq!(cache.take(&[1; 16], round), Some(stored));
         assert!(cache.take(&[1; 16], round).is_none(), "taken, not shared");
     }
@@ -194,18 +207,18 @@ mod tests {
     fn the_cache_keeps_its_byte_budget_dropping_the_oldest() {
         let cache = RecordCache::new(1000);
         for id in 0..10u8 {
-            cache.put(record(id), 125);
+            cache.put(record(id, 125));
         }
         let inner = cache.inner.lock().unwrap_or_else(|e| e.into_inner());
         assert!(inner.bytes <= 1000);
         assert_eq!(inner.records.len(), 8);
         assert!(!inner.records.contains_key(&[0; 16]) && !inner.records.contains_key(&[1; 16]));
         drop(inner);
-        let round = record(42).round_count() as u32;
-        cache.put(record(42), 251);
+        let round = record(42, 0).round_count() as u32;
+        cache.put(record(42, 251));
         assert!(cache.take(&[42; 16], round).is_none(), "too large to keep");
         let off = RecordCache::new(0);
-        off.put(record(7), 1);
+        off.put(record(7, 1));
         assert!(
             off.take(&[7; 16], round).is_none(),
             "a budget of 0 keeps nothing"

@@ -103,11 +103,11 @@ impl Service {
         step: Step,
     ) -> Result<Reply, ServiceError> {
         match self.settle_step(&mut record, running, step).await {
-            Ok((reply, Some(stored_bytes))) => {
-                self.records.put(record, stored_bytes);
+            Ok(reply @ Reply::Paused { .. }) => {
+                self.records.put(record);
                 Ok(reply)
             }
-            Ok((reply, None)) => Ok(reply),
+            Ok(reply) => Ok(reply),
             Err(ServiceError::Cancelled) => {
                 self.engine.evict(&record.id);
                 Ok(cancelled_reply(&record))
@@ -116,14 +116,14 @@ impl Service {
         }
     }
 
-    /// [`Service::settle`]'s work: the reply, and for a pause the size of
-    /// the record as stored (the record is then kept for its continuation).
+    /// [`Service::settle`]'s work: what to store, and the reply (a paused
+    /// reply means the record was stored at that pause).
     async fn settle_step(
         &self,
         record: &mut ExecutionRecord,
         state: ExecState,
         step: Step,
-    ) -> Result<(Reply, Option<u64>), ServiceError> {
+    ) -> Result<Reply, ServiceError> {
         match step {
             Step::Paused(calls) => {
                 if record.round_count() > self.config.max_rounds {
@@ -139,21 +139,19 @@ impl Service {
                 let stored_bytes = parts.total_bytes(&record.stored);
                 if let Some(failure) = self.oversized(stored_bytes) {
                     self.engine.evict(&record.id);
-                    let reply = self.end(record, &state, Some(failure), Vec::new()).await?;
-                    return Ok((reply, None));
+                    return self.end(record, &state, Some(failure), Vec::new()).await;
                 }
                 let token = self
                     .persist_pause(record, &parts, stored_bytes, &state)
                     .await?;
                 record.mark_stored(&parts);
-                let reply = Reply::Paused {
+                Ok(Reply::Paused {
                     execution_id: record.id_hex(),
                     session_id: record.session_id.clone(),
                     token,
                     calls,
                     round: record.round_count() as u32,
-                };
-                Ok((reply, Some(stored_bytes)))
+                })
             }
             Step::Completed => {
                 metrics::counter!("baton_executions_completed_total").increment(1);
@@ -162,7 +160,7 @@ impl Service {
                     .files
                     .keep_produced(state.owner, &record.session_id, produced)
                     .map_err(ServiceError::from)?;
-                Ok((self.end(record, &state, None, files).await?, None))
+                self.end(record, &state, None, files).await
             }
             Step::Failed(failure) => {
                 metrics::counter!("baton_executions_failed_total", "kind" => failure.kind())
@@ -171,10 +169,7 @@ impl Service {
                 if matches!(failure, Failure::NonDeterminism(_)) {
                     metrics::counter!("baton_nondeterminism_errors_total").increment(1);
                 }
-                Ok((
-                    self.end(record, &state, Some(failure), Vec::new()).await?,
-                    None,
-                ))
+                self.end(record, &state, Some(failure), Vec::new()).await
             }
         }
     }
@@ -266,8 +261,7 @@ impl Service {
         } else {
             Flush::BeforeReply
         };
-        self.records.remove(&record.id);
-        let record_keys = self.record_keys(&record.id)?;
+        let record_keys = self.forget_record(&record.id)?;
         let deletes = slices(&record_keys);
         self.write_batch(
             state,

@@ -100,8 +100,7 @@ impl Service {
                 continue;
             };
             self.engine.evict(&id);
-            self.records.remove(&id);
-            let mut deletes = self.record_keys(&id)?;
+            let mut deletes = self.forget_record(&id)?;
             deletes.extend([key, outcome_key(&id)]);
             let deletes = slices(&deletes);
             self.store
