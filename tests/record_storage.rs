@@ -3,7 +3,8 @@
 //! appends the round it completed and rewrites only the small progress
 //! part, so no pause writes an earlier round's results again; a record of
 //! the previous format (stored whole) still continues, and is stored in
-//! parts from its next pause on.
+//! parts from its next pause on; a swept pause leaves no part and no
+//! listing entry behind.
 
 mod common;
 
@@ -192,4 +193,43 @@ fn a_record_stored_whole_by_the_previous_format_continues() {
         reply = continue_round(&server, &reply, round);
     }
     assert_eq!(reply["stdout"], expected_stdout(), "{reply}");
+}
+
+#[test]
+fn a_swept_pause_leaves_no_part_and_no_listing_entry() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let mut server = Server::start(dir.path(), &["--paused-ttl-secs", "1", "--sweep-secs", "1"]);
+    let mut reply = start(&server);
+    let id = execution_id(&reply);
+    reply = continue_round(&server, &reply, 1);
+    assert_eq!(reply["status"], "tool_call_required", "{reply}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let (status, _) = server.get(&format!("/executions/{}", hex::encode(id)), Some(KEY));
+        if status == 404 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never swept");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(server.terminate(), "a clean stop");
+    let store = open_store(&dir);
+    for prefix in [
+        baton::state::RECORDS,
+        baton::state::PROGRESS,
+        baton::state::ROUNDS,
+        baton::state::LISTINGS,
+    ] {
+        let left: Vec<Vec<u8>> = store
+            .scan_prefix(prefix)
+            .filter_map(Result::ok)
+            .map(|(key, _)| key)
+            .collect();
+        assert!(
+            left.is_empty(),
+            "{} keys left under {:?}",
+            left.len(),
+            String::from_utf8_lossy(prefix)
+        );
+    }
 }

@@ -148,25 +148,16 @@ impl Service {
             .filter(|state| state.owner == owner))
     }
 
-    /// Removes index entries whose execution is gone; returns how many.
-    pub(super) fn sweep_listings(&self) -> Result<usize, ServiceError> {
-        let mut removed = 0;
-        for pair in self.store.scan_prefix(LISTINGS) {
-            let (key, _) = pair.map_err(ServiceError::store)?;
-            let gone = match parse_listing_key(&key) {
-                Some((_, id)) => self
-                    .store
-                    .get(&state_key(&id))
-                    .map_err(ServiceError::store)?
-                    .is_none(),
-                None => true,
-            };
-            if gone {
-                self.store.delete(&key).map_err(ServiceError::store)?;
-                removed += 1;
-            }
-        }
-        Ok(removed)
+    /// Removes index entries whose execution is gone.
+    pub(super) fn sweep_listings(&self) -> Result<(), ServiceError> {
+        self.sweep_prefix(LISTINGS, |key, _| match parse_listing_key(key) {
+            Some((_, id)) => Ok(self
+                .store
+                .get(&state_key(&id))
+                .map_err(ServiceError::store)?
+                .is_none()),
+            None => Ok(true),
+        })
     }
 }
 

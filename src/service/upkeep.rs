@@ -109,11 +109,11 @@ impl Service {
             self.usage.remove(&Item::Execution(id));
             swept += 1;
         }
-        self.sweep_prefix(REQUEST_LINKS, |bytes| {
-            RequestLink::decode(bytes).is_none_or(|link| link.expires_at <= now)
+        self.sweep_prefix(REQUEST_LINKS, |_, bytes| {
+            Ok(RequestLink::decode(bytes).is_none_or(|link| link.expires_at <= now))
         })?;
-        self.sweep_prefix(EARLY_CANCELS, |bytes| {
-            EarlyCancel::decode(bytes).is_none_or(|early| early.until <= now)
+        self.sweep_prefix(EARLY_CANCELS, |_, bytes| {
+            Ok(EarlyCancel::decode(bytes).is_none_or(|early| early.until <= now))
         })?;
         self.sweep_listings()?;
         // The deletions' large values are reclaimed once they are durable.
@@ -121,15 +121,16 @@ impl Service {
         Ok(swept)
     }
 
-    /// Deletes the keys under `prefix` whose value `expired` says so.
-    fn sweep_prefix(
+    /// Deletes the keys under `prefix` that `expired` (given a key and its
+    /// value) says are gone.
+    pub(super) fn sweep_prefix(
         &self,
         prefix: &[u8],
-        expired: impl Fn(&[u8]) -> bool,
+        expired: impl Fn(&[u8], &[u8]) -> Result<bool, ServiceError>,
     ) -> Result<(), ServiceError> {
         for pair in self.store.scan_prefix(prefix) {
             let (key, bytes) = pair.map_err(ServiceError::store)?;
-            if expired(&bytes) {
+            if expired(&key, &bytes)? {
                 self.store.delete(&key).map_err(ServiceError::store)?;
             }
         }
