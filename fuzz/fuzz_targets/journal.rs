@@ -60,6 +60,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let id = record.id_hex();
     let inspection = Inspection {
+        status: state.status.name(),
         state,
         record: Some(record),
         outcome: None,

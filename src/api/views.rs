@@ -12,7 +12,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::journal::CallRecord;
-use crate::service::{CancelOutcome, Inspection, Listing, Reply, shown_status};
+use crate::service::{CancelOutcome, Inspection, Listing, Reply};
 use crate::workspace::{FileMeta, MOUNT};
 
 /// A tool call the client must run.
@@ -405,10 +405,9 @@ impl ExecutionView {
         let record = inspection.record.as_ref();
         let outcome = inspection.outcome.as_ref();
         let pending = record.and_then(|r| r.pending.as_ref());
-        let status = shown_status(state, unix_now());
         Self {
             execution_id: id_hex.to_owned(),
-            status: status.to_owned(),
+            status: inspection.status.to_owned(),
             round: state.round,
             expires_at: state.expires_at,
             session_id: record.map(|r| r.session_id.clone()),
@@ -428,13 +427,6 @@ impl ExecutionView {
             deleted_files: outcome.map(|o| o.deleted.clone()),
         }
     }
-}
-
-/// Unix seconds now.
-fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 /// One execution in a listing (`GET /executions`).

@@ -54,7 +54,7 @@ pub struct Listing {
 }
 
 /// The status an execution shows: `expired` for a pause past its time.
-pub fn shown_status(state: &ExecState, now: u64) -> &'static str {
+pub(super) fn shown_status(state: &ExecState, now: u64) -> &'static str {
     if state.status == Status::Paused && state.expires_at <= now {
         "expired"
     } else {

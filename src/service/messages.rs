@@ -118,6 +118,9 @@ pub enum CancelOutcome {
 pub struct Inspection {
     /// The execution's state.
     pub state: ExecState,
+    /// Its status as shown: the state's, or `expired` for a pause past its
+    /// time.
+    pub status: &'static str,
     /// Its record, while paused or running.
     pub record: Option<ExecutionRecord>,
     /// Its outcome, once ended (while kept).

@@ -41,7 +41,8 @@ use crate::workspace::Files;
 
 pub use continuation::order_results;
 pub use error::ServiceError;
-pub use listing::{ListQuery, Listed, Listing, MAX_PAGE, shown_status};
+use listing::shown_status;
+pub use listing::{ListQuery, Listed, Listing, MAX_PAGE};
 pub use messages::{CancelOutcome, FileRef, Inspection, Reply, StartRequest, ToolResult};
 
 /// How long a cancel that came before its request is remembered, seconds.
@@ -186,6 +187,7 @@ impl Service {
             _ => (None, self.load_outcome(&id)?),
         };
         Ok(Inspection {
+            status: shown_status(&state, now_secs()),
             state,
             record,
             outcome,
