@@ -21,10 +21,12 @@
 //! index the record without panicking, whatever bytes the store returned.
 
 mod parts;
+mod timeline;
 
 use serde::{Deserialize, Serialize};
 
 pub use parts::{NewParts, StoredExtent, is_whole_record};
+pub use timeline::{Timeline, TimelineCall};
 
 use crate::tools::ToolDef;
 

@@ -10,7 +10,8 @@
 //!   start, its progress, one per completed round; see
 //!   `journal/parts.rs`); `r/` alone holds a whole record of format 2 or 3;
 //! - `o/<id 16>`: the [`EndedOutcome`] once it ended, kept as long as the
-//!   state, so a retried continuation and an inspection still see it;
+//!   state, so a retried continuation and an inspection still see it
+//!   (with the execution's timeline of tool calls);
 //! - `q/<owner 8><request id>`: the [`RequestLink`] of a client request id
 //!   (start or continuation) to its execution;
 //! - `c/<owner 8><request id>`: a cancel that came before its request
@@ -28,6 +29,7 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::journal::Timeline;
 use crate::workspace::FileMeta;
 
 /// Where an execution stands, as stored.
@@ -136,6 +138,20 @@ pub struct EndedOutcome {
     pub deleted: Vec<String>,
     /// Its session.
     pub session_id: String,
+    /// The tool calls it made (added in the second format; must stay the
+    /// last field).
+    pub timeline: Timeline,
+}
+
+/// The first stored format of [`EndedOutcome`] (before the timeline).
+#[derive(Deserialize)]
+struct EndedOutcomeV1 {
+    error: Option<String>,
+    stdout: String,
+    stderr: String,
+    files: Vec<FileMeta>,
+    deleted: Vec<String>,
+    session_id: String,
 }
 
 impl EndedOutcome {
@@ -144,9 +160,21 @@ impl EndedOutcome {
         encode(self)
     }
 
-    /// Decodes stored bytes.
+    /// Decodes either stored format.
     pub fn decode(bytes: &[u8]) -> Option<Self> {
-        bincode::deserialize(bytes).ok()
+        if let Ok(outcome) = bincode::deserialize::<EndedOutcome>(bytes) {
+            return Some(outcome);
+        }
+        let old: EndedOutcomeV1 = bincode::deserialize(bytes).ok()?;
+        Some(EndedOutcome {
+            error: old.error,
+            stdout: old.stdout,
+            stderr: old.stderr,
+            files: old.files,
+            deleted: old.deleted,
+            session_id: old.session_id,
+            timeline: Timeline::default(),
+        })
     }
 }
 
@@ -314,6 +342,42 @@ pub fn results_digest<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_outcome_of_the_first_format_still_decodes() {
+        #[derive(Serialize)]
+        struct Old {
+            error: Option<String>,
+            stdout: String,
+            stderr: String,
+            files: Vec<FileMeta>,
+            deleted: Vec<String>,
+            session_id: String,
+        }
+        let bytes = bincode::serialize(&Old {
+            error: Some("boom".into()),
+            stdout: "out".into(),
+            stderr: String::new(),
+            files: vec![],
+            deleted: vec!["a.txt".into()],
+            session_id: "s1".into(),
+        })
+        .unwrap_or_default();
+        let outcome = EndedOutcome::decode(&bytes).expect("decodes");
+        assert_eq!(
+            (
+                outcome.error.as_deref(),
+                outcome.stdout.as_str(),
+                outcome.session_id.as_str()
+            ),
+            (Some("boom"), "out", "s1")
+        );
+        assert_eq!(outcome.deleted, vec!["a.txt".to_owned()]);
+        assert_eq!(outcome.timeline, Timeline::default());
+        let mut new = outcome;
+        new.timeline.omitted = 3;
+        assert_eq!(EndedOutcome::decode(&new.encode()), Some(new));
+    }
 
     #[test]
     fn a_state_of_the_first_format_still_decodes() {

@@ -733,6 +733,7 @@ fn openapi_describes_every_route_and_needs_no_key() {
         "/exec/programmatic/cancel",
         "/executions",
         "/executions/{id}",
+        "/executions/{id}/cancel",
         "/files/{session_id}",
         "/upload",
     ];

@@ -53,9 +53,11 @@ fn files(program: &str) -> Files {
     }
 }
 
+/// Runs `baton run` in a session of its own: no controlling terminal, so
+/// nothing is asked on the terminal of whoever runs the tests.
 fn baton_run(args: &[&str], program: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_baton"))
-        .arg("run")
+    Command::new("setsid")
+        .args(["--wait", env!("CARGO_BIN_EXE_baton"), "run"])
         .arg(program)
         .args(args)
         .stdin(Stdio::null())
@@ -158,5 +160,54 @@ fn a_call_nobody_can_answer_and_bad_flags_exit_2() {
         text(&output.stderr).contains("its output is not JSON"),
         "{}",
         text(&output.stderr)
+    );
+}
+
+/// On a terminal (a real pseudo-terminal, made by util-linux's `script`),
+/// each call is asked for: an answer that is not JSON is asked again,
+/// `!message` is a tool error.
+#[test]
+fn on_a_terminal_each_call_is_asked_for() {
+    let files = files(
+        "a = await get_weather(city='Bern')\ntry:\n    await get_weather(city='fail')\nexcept ToolError as e:\n    print('caught', e)\nprint('temp', a['temp'])\n",
+    );
+    let command = format!(
+        "{} run {} --tools {}",
+        env!("CARGO_BIN_EXE_baton"),
+        files.program.display(),
+        files.tools.display()
+    );
+    let mut script = Command::new("script")
+        .args(["--quiet", "--return", "--command", &command, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("script (util-linux): {e}"));
+    if let Some(mut stdin) = script.stdin.take() {
+        use std::io::Write;
+        let typed = "sunny\n{\"temp\": 21}\n!station offline\n";
+        stdin
+            .write_all(typed.as_bytes())
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let output = script.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    let seen = text(&output.stdout).replace("\r\n", "\n");
+    assert!(output.status.success(), "{seen}{}", text(&output.stderr));
+    let asked = r#"get_weather({"city":"Bern"}) = ? (JSON, or !message for an error)"#;
+    assert_eq!(
+        seen.matches(asked).count(),
+        2,
+        "asked again after `sunny`: {seen}"
+    );
+    assert!(seen.contains("not JSON: "), "{seen}");
+    assert!(
+        seen.contains(r#"get_weather({"city":"fail"}) = ?"#),
+        "{seen}"
+    );
+    // The program's output follows the last prompt.
+    assert!(
+        seen.ends_with("caught station offline\ntemp 21\n"),
+        "{seen}"
     );
 }

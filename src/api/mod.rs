@@ -3,11 +3,13 @@
 //! the work.
 //!
 //! Invariants:
-//! - Every route but `/health` and `/metrics` requires an API key, compared
-//!   in constant time.
+//! - Every route but `/health`, `/metrics`, `/openapi.json` and the
+//!   console's page and assets (`/ui`) requires an API key, compared in
+//!   constant time.
 //! - Failures of the user's code answer 200 with `status: "error"`; failures
 //!   of the request answer with [`error::ApiError`]'s status and text.
 
+mod console;
 pub mod error;
 mod files;
 pub mod openapi;
@@ -35,7 +37,7 @@ use crate::token::key_identity;
 use error::ApiError;
 use error::Failures;
 use request::{CancelBody, ExecBody, ExecRequest, PlainBody};
-use request_log::RequestLog;
+use request_log::{Cancelled, RequestLog};
 use views::{
     CancelView, ErrorView, ExecReply, ExecutionListView, ExecutionView, HealthView, PlainExecView,
 };
@@ -106,6 +108,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/exec/programmatic/cancel", post(cancel))
         .route("/executions", get(list_executions))
         .route("/executions/{id}", get(inspect))
+        .route("/executions/{id}/cancel", post(cancel_execution))
         .route("/upload", post(files::upload))
         .route("/files/{session_id}", get(files::list))
         .route("/download/{session_id}/{file_id}", get(files::download))
@@ -119,6 +122,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/health", get(health))
         .route("/metrics", get(metrics_text))
         .route("/openapi.json", get(openapi::openapi_json))
+        .route("/ui", get(console::page))
+        .route("/ui/", get(console::page))
+        .route("/ui/console.js", get(console::script))
+        .route("/ui/console.css", get(console::style))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))
@@ -361,7 +368,7 @@ async fn cancel(
     let request_id = request::decode_cancel(&body)?;
     let log = RequestLog::begin("cancel", owner);
     let result = state.service.cancel(owner, &request_id).await;
-    log.cancelled(&request_id, &result);
+    log.cancelled(Cancelled::Request(&request_id), &result);
     Ok(Json(CancelView::new(request_id, result?)).into_response())
 }
 
@@ -413,6 +420,28 @@ async fn inspect(
     Path(id): Path<String>,
 ) -> Result<Json<ExecutionView>, ApiError> {
     let owner = authorize(&state, &headers)?;
+    let inspection = state.service.inspect(owner, &id)?;
+    Ok(Json(ExecutionView::new(&id, &inspection)))
+}
+
+/// `POST /executions/{id}/cancel`: cancels an execution by its id (the
+/// console's cancel), and answers the execution as it now stands.
+#[utoipa::path(post, path = "/executions/{id}/cancel", tag = "exec",
+    params(("id" = String, Path, description = "The execution id (hex)")),
+    responses((status = 200, description = "The execution after the cancel: `cancelled`, or how it had already ended", body = ExecutionView), Failures))]
+async fn cancel_execution(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Json<ExecutionView>, ApiError> {
+    let owner = authorize(&state, &headers)?;
+    let log = RequestLog::begin("cancel", owner);
+    let result = match crate::service::parse_execution_id(&id) {
+        Ok(execution) => state.service.cancel_execution(owner, execution).await,
+        Err(error) => Err(error),
+    };
+    log.cancelled(Cancelled::Execution(&id), &result);
+    result?;
     let inspection = state.service.inspect(owner, &id)?;
     Ok(Json(ExecutionView::new(&id, &inspection)))
 }

@@ -29,6 +29,7 @@ use super::views::ErrorView;
         super::cancel,
         super::list_executions,
         super::inspect,
+        super::cancel_execution,
         super::files::upload,
         super::files::list,
         super::files::download,

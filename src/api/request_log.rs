@@ -75,12 +75,21 @@ impl RequestLog {
     }
 
     /// Logs what a cancel found.
-    pub(crate) fn cancelled(&self, request_id: &str, result: &Result<CancelOutcome, ServiceError>) {
+    pub(crate) fn cancelled(
+        &self,
+        cancelled: Cancelled<'_>,
+        result: &Result<CancelOutcome, ServiceError>,
+    ) {
+        let (request_id, execution) = match cancelled {
+            Cancelled::Request(id) => (Some(id), None),
+            Cancelled::Execution(id) => (None, Some(id)),
+        };
         match result {
             Ok(outcome) => tracing::info!(
                 target: TARGET,
                 request = %self.request,
                 request_id,
+                execution,
                 key = %self.key,
                 status = ?outcome,
                 ms = self.millis(),
@@ -100,4 +109,13 @@ impl RequestLog {
             ms = self.millis(),
         );
     }
+}
+
+/// What a cancel named.
+#[derive(Clone, Copy)]
+pub(crate) enum Cancelled<'a> {
+    /// A client request id.
+    Request(&'a str),
+    /// An execution id (the console's cancel).
+    Execution(&'a str),
 }

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::journal::CallRecord;
+use crate::journal::{CallRecord, CallResult, Timeline, TimelineCall};
 use crate::service::{CancelOutcome, Inspection, Listing, Reply};
 use crate::workspace::{FileMeta, MOUNT};
 
@@ -349,10 +349,11 @@ pub struct FrameView {
     pub locals: Value,
 }
 
-/// `GET /executions/{id}`: an execution as operators see it. The fields
-/// from `session_id` to `stdout_bytes` are there while it runs or is
-/// paused; `pending_calls` and `frame` are null unless it is paused; `error`,
-/// `stdout` and `stderr` are there once it completed or failed.
+/// `GET /executions/{id}`: an execution as operators see it. `session_id`,
+/// `stdout` and `stderr` are there while it is kept (so far, or all once
+/// ended); `timeout_ms`, `used_ms` and `stdout_bytes` while it runs or is
+/// paused; `pending_calls` and `frame` are null unless it is paused;
+/// `error`, `files` and `deleted_files` once it ended.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ExecutionView {
     /// Execution id.
@@ -383,10 +384,10 @@ pub struct ExecutionView {
     /// Once ended: its one-line error (null when it completed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<Option<String>>,
-    /// Once ended: everything it printed.
+    /// What it printed so far (everything, once ended).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stdout: Option<String>,
-    /// Once ended: its stderr.
+    /// Its stderr so far.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stderr: Option<String>,
     /// Once completed: the files it created or changed.
@@ -395,6 +396,52 @@ pub struct ExecutionView {
     /// Once completed: the request's files it removed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deleted_files: Option<Vec<String>>,
+    /// The tool calls it made, oldest first, inputs and answers cut to
+    /// 1 KiB (empty for an execution that ended under a build that did not
+    /// keep them).
+    pub timeline: Vec<TimelineCallView>,
+    /// Calls made beyond the first 500, not in `timeline`.
+    pub timeline_omitted: u32,
+}
+
+/// One tool call of an execution's timeline.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TimelineCallView {
+    /// The pause it was made at (1 for the first).
+    pub round: u32,
+    /// The call's id.
+    pub id: String,
+    /// The tool.
+    pub name: String,
+    /// The line of the call in the code.
+    pub line: u32,
+    /// Its arguments, JSON text (cut to 1 KiB, then `…`).
+    pub input: String,
+    /// `ok` (answered with a result), `error` (answered with an error) or
+    /// `pending` (waiting for the client).
+    pub state: &'static str,
+    /// The result (JSON text) or error message (cut to 1 KiB); null while
+    /// pending.
+    pub answer: Option<String>,
+}
+
+impl From<&TimelineCall> for TimelineCallView {
+    fn from(call: &TimelineCall) -> Self {
+        let (state, answer) = match &call.answer {
+            None => ("pending", None),
+            Some(CallResult::Value(text)) => ("ok", Some(text.clone())),
+            Some(CallResult::Error(text)) => ("error", Some(text.clone())),
+        };
+        Self {
+            round: call.round,
+            id: call.id.clone(),
+            name: call.tool.clone(),
+            line: call.line,
+            input: call.input.clone(),
+            state,
+            answer,
+        }
+    }
 }
 
 impl ExecutionView {
@@ -405,12 +452,19 @@ impl ExecutionView {
         let record = inspection.record.as_ref();
         let outcome = inspection.outcome.as_ref();
         let pending = record.and_then(|r| r.pending.as_ref());
+        let timeline = match (record, outcome) {
+            (Some(record), _) => Timeline::of(record),
+            (None, Some(outcome)) => outcome.timeline.clone(),
+            (None, None) => Timeline::default(),
+        };
         Self {
             execution_id: id_hex.to_owned(),
             status: inspection.status.to_owned(),
             round: state.round,
             expires_at: state.expires_at,
-            session_id: record.map(|r| r.session_id.clone()),
+            session_id: record
+                .map(|r| r.session_id.clone())
+                .or_else(|| outcome.map(|o| o.session_id.clone())),
             timeout_ms: record.map(|r| r.timeout_ms),
             used_ms: record.map(|r| r.used_ms),
             stdout_bytes: record.map(|r| r.stdout.len()),
@@ -421,10 +475,16 @@ impl ExecutionView {
                 locals: serde_json::from_str(&p.frame.locals).unwrap_or_default(),
             }),
             error: outcome.map(|o| o.error.clone()),
-            stdout: outcome.map(|o| o.stdout.clone()),
-            stderr: outcome.map(|o| o.stderr.clone()),
+            stdout: outcome
+                .map(|o| o.stdout.clone())
+                .or_else(|| record.map(|r| r.stdout.clone())),
+            stderr: outcome
+                .map(|o| o.stderr.clone())
+                .or_else(|| record.map(|r| r.stderr.clone())),
             files: outcome.map(|o| o.files.iter().map(ProducedFileView::from).collect()),
             deleted_files: outcome.map(|o| o.deleted.clone()),
+            timeline: timeline.calls.iter().map(TimelineCallView::from).collect(),
+            timeline_omitted: timeline.omitted,
         }
     }
 }

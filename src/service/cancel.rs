@@ -1,10 +1,14 @@
 //! Cancel: by a client request id of the key, also before the request it
-//! names has come.
+//! names has come, or (for operators) by execution id. A cancelled
+//! execution keeps, instead of its record, an outcome with what it printed
+//! and the calls it made up to its last pause, for inspection.
 
-use crate::journal::ExecutionRecord;
+use crate::failure::Failure;
+use crate::journal::{ExecutionRecord, Timeline};
 use crate::quota::Item;
 use crate::state::{
-    EarlyCancel, ExecState, RequestLink, Status, early_cancel_key, request_key, state_key,
+    EarlyCancel, EndedOutcome, ExecState, RequestLink, Status, early_cancel_key, outcome_key,
+    request_key, state_key,
 };
 
 use super::error::ServiceError;
@@ -35,13 +39,23 @@ impl Service {
                 .map_err(ServiceError::store)?;
             return Ok(CancelOutcome::Pending);
         };
-        let id = link.execution;
+        match self.cancel_execution(owner, link.execution).await {
+            // Swept since: it ended long ago, and a cancel is what the
+            // client last asked for.
+            Err(ServiceError::NotFound) => Ok(CancelOutcome::Ended(Status::Cancelled)),
+            other => other,
+        }
+    }
+
+    /// Cancels the execution `id` of this key, if it is running or paused.
+    /// `NotFound` when the key has no such execution (any more).
+    pub async fn cancel_execution(
+        &self,
+        owner: [u8; 8],
+        id: [u8; 16],
+    ) -> Result<CancelOutcome, ServiceError> {
         loop {
-            let (bytes, state) = match self.load_state(&id, owner) {
-                Ok(found) => found,
-                Err(ServiceError::NotFound) => return Ok(CancelOutcome::Ended(Status::Cancelled)),
-                Err(other) => return Err(other),
-            };
+            let (bytes, state) = self.load_state(&id, owner)?;
             match state.status {
                 Status::Cancelled => return Ok(CancelOutcome::Cancelled),
                 Status::Completed | Status::Failed => {
@@ -59,21 +73,65 @@ impl Service {
                 .compare_and_swap(&state_key(&id), Some(&bytes), Some(&cancelled.encode()))
                 .map_err(ServiceError::store)?;
             if swapped.is_ok() {
-                let record_keys = self.forget_record(&id)?;
-                let deletes = slices(&record_keys);
-                self.store
-                    .apply_batch(&[], &deletes)
-                    .map_err(ServiceError::store)?;
-                self.usage.remove(&Item::Execution(id));
-                self.engine.kill(&id);
-                self.durability
-                    .durable()
-                    .await
-                    .map_err(ServiceError::store)?;
-                metrics::counter!("baton_executions_cancelled_total").increment(1);
+                // The record as of its last pause (a step in flight is
+                // refused when it tries to store); none if it cannot be read.
+                let record = self.record_for_round(&id, state.round).ok();
+                self.forget_cancelled(&id, &cancelled, None, record.as_ref())
+                    .await?;
                 return Ok(CancelOutcome::Cancelled);
             }
         }
+    }
+
+    /// Replaces a cancelled execution's record by its outcome (what it
+    /// printed and the calls it made; nothing when `record` is `None`),
+    /// writing `state` too when given, in one batch; then kills its child
+    /// and waits until the batch is durable.
+    async fn forget_cancelled(
+        &self,
+        id: &[u8; 16],
+        cancelled: &ExecState,
+        state: Option<&[u8]>,
+        record: Option<&ExecutionRecord>,
+    ) -> Result<(), ServiceError> {
+        let outcome = record.map(|record| EndedOutcome {
+            error: Some(Failure::Cancelled.to_string()),
+            stdout: record.stdout.clone(),
+            stderr: record.stderr.clone(),
+            files: Vec::new(),
+            deleted: Vec::new(),
+            session_id: record.session_id.clone(),
+            timeline: Timeline::of(record),
+        });
+        let outcome_bytes = outcome.as_ref().map(EndedOutcome::encode);
+        let (state_key, outcome_key) = (state_key(id), outcome_key(id));
+        let mut puts: Vec<(&[u8], &[u8])> = Vec::with_capacity(2);
+        if let Some(state) = state {
+            puts.push((&state_key, state));
+        }
+        if let Some(bytes) = &outcome_bytes {
+            puts.push((&outcome_key, bytes));
+        }
+        let record_keys = self.forget_record(id)?;
+        self.store
+            .apply_batch(&puts, &slices(&record_keys))
+            .map_err(ServiceError::store)?;
+        match &outcome_bytes {
+            Some(bytes) => self.usage.set(
+                Item::Execution(*id),
+                cancelled.owner,
+                bytes.len() as u64,
+                cancelled.expires_at,
+            ),
+            None => self.usage.remove(&Item::Execution(*id)),
+        }
+        self.engine.kill(id);
+        self.durability
+            .durable()
+            .await
+            .map_err(ServiceError::store)?;
+        metrics::counter!("baton_executions_cancelled_total").increment(1);
+        Ok(())
     }
 
     /// Cancels an execution whose request came after its cancel.
@@ -87,18 +145,9 @@ impl Service {
             expires_at: now_secs() + self.config.ended_ttl_secs,
             ..state
         };
-        let record_keys = self.forget_record(&record.id)?;
-        let deletes = slices(&record_keys);
-        self.store
-            .apply_batch(&[(&state_key(&record.id), &cancelled.encode())], &deletes)
-            .map_err(ServiceError::store)?;
-        self.usage.remove(&Item::Execution(record.id));
-        self.engine.kill(&record.id);
-        self.durability
-            .durable()
-            .await
-            .map_err(ServiceError::store)?;
-        metrics::counter!("baton_executions_cancelled_total").increment(1);
+        let state = cancelled.encode();
+        self.forget_cancelled(&record.id, &cancelled, Some(&state), Some(&record))
+            .await?;
         Ok(cancelled_reply(&record))
     }
 }

@@ -177,10 +177,7 @@ impl Service {
 
     /// What an operator sees of an execution.
     pub fn inspect(&self, owner: [u8; 8], id_hex: &str) -> Result<Inspection, ServiceError> {
-        let id = hex::decode(id_hex)
-            .ok()
-            .and_then(|bytes| <[u8; 16]>::try_from(bytes.as_slice()).ok())
-            .ok_or(ServiceError::NotFound)?;
+        let id = parse_execution_id(id_hex)?;
         let (_, state) = self.load_state(&id, owner)?;
         let (record, outcome) = match state.status {
             Status::Paused | Status::Running => (Some(self.load_record(&id)?), None),
@@ -193,4 +190,13 @@ impl Service {
             outcome,
         })
     }
+}
+
+/// An execution id from its hex; `NotFound` for anything else (an id that
+/// cannot exist is an execution this key does not have).
+pub fn parse_execution_id(id_hex: &str) -> Result<[u8; 16], ServiceError> {
+    hex::decode(id_hex)
+        .ok()
+        .and_then(|bytes| <[u8; 16]>::try_from(bytes.as_slice()).ok())
+        .ok_or(ServiceError::NotFound)
 }

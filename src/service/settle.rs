@@ -20,7 +20,7 @@ use tracing::Instrument;
 
 use crate::engine::Step;
 use crate::failure::Failure;
-use crate::journal::{ExecutionRecord, NewParts};
+use crate::journal::{ExecutionRecord, NewParts, Timeline};
 use crate::quota::Item;
 use crate::state::{EndedOutcome, ExecState, Status, outcome_key, state_key};
 use crate::timing::step;
@@ -254,6 +254,7 @@ impl Service {
             files,
             deleted,
             session_id: record.session_id.clone(),
+            timeline: Timeline::of(record),
         };
         let outcome_bytes = outcome.encode();
         let flush = if outcome.files.is_empty() && outcome.deleted.is_empty() {
