@@ -12,12 +12,14 @@
 //!   resume, budgets, parked children.
 //! - [`sandbox`]: the zygote, the pool, confinement, the child protocol.
 //! - [`vm`]: inside the sandbox: the interpreter, the zygote loop, a child.
-//! - [`program`], [`failure`], [`journal`], [`tools`]: what both sides share.
+//! - [`program`], [`failure`], [`journal`], [`tools`]: what both sides share;
+//!   [`contract`]: what a tool's schema enforces on a call.
 //! - [`rewrite`]: the source rewrite at call sites.
 //! - [`store`], [`state`], [`workspace`], [`token`]: what is stored, and how.
 
 pub mod api;
 pub mod config;
+pub mod contract;
 pub mod engine;
 pub mod failure;
 pub mod journal;

@@ -65,6 +65,12 @@ pub struct ToolBinding {
     pub params: Vec<String>,
     /// The parameters that may be left out.
     pub optional: Vec<String>,
+    /// Whether keywords beyond `params` are accepted.
+    pub open: bool,
+    /// The reduced schema of each checked parameter (see `contract.rs`).
+    pub checks: serde_json::Map<String, serde_json::Value>,
+    /// The tool's description, its `__doc__`.
+    pub doc: Option<String>,
 }
 
 /// A call site of the rewritten source.
@@ -122,17 +128,26 @@ impl Program {
         };
         let tools = bindings
             .iter()
-            .map(|b| ToolBinding {
-                original: b.original.clone(),
-                python: b.python.clone(),
-                params: b.params.clone(),
-                optional: b
-                    .params
-                    .iter()
-                    .zip(&b.required)
-                    .filter(|(_, required)| !**required)
-                    .map(|(name, _)| name.clone())
-                    .collect(),
+            .zip(tools)
+            .map(|(b, tool)| {
+                let params = &b.contract.params;
+                ToolBinding {
+                    original: b.original.clone(),
+                    python: b.python.clone(),
+                    params: params.iter().map(|p| p.name.clone()).collect(),
+                    optional: params
+                        .iter()
+                        .filter(|p| !p.required)
+                        .map(|p| p.name.clone())
+                        .collect(),
+                    open: b.contract.open,
+                    checks: params
+                        .iter()
+                        .filter(|p| p.check.as_object().is_some_and(|c| !c.is_empty()))
+                        .map(|p| (p.name.clone(), p.check.clone()))
+                        .collect(),
+                    doc: tool.description.clone(),
+                }
             })
             .collect();
         let sites = rewritten

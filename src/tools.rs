@@ -6,7 +6,7 @@
 //!
 //! Invariant: the order of `properties` in `parameters` is the order the client
 //! wrote (serde_json's `preserve_order`), because positional arguments are
-//! mapped to names through it.
+//! mapped to names through it (see `contract.rs`).
 
 use serde::{Deserialize, Serialize};
 
@@ -45,73 +45,5 @@ impl From<WireTool> for ToolDef {
                 .filter(|p| !p.is_null())
                 .map(|p| p.to_string()),
         }
-    }
-}
-
-impl ToolDef {
-    /// The parameters in the order of a Python signature, as the official
-    /// code API's stubs have them: the `required` properties first, then the
-    /// optional ones, each group in the order of the schema's `properties`;
-    /// each with whether it is required.
-    pub fn signature(&self) -> Vec<(String, bool)> {
-        let Some(text) = &self.parameters else {
-            return Vec::new();
-        };
-        let Ok(serde_json::Value::Object(schema)) = serde_json::from_str(text) else {
-            return Vec::new();
-        };
-        let Some(serde_json::Value::Object(props)) = schema.get("properties") else {
-            return Vec::new();
-        };
-        let required: Vec<&str> = match schema.get("required") {
-            Some(serde_json::Value::Array(names)) => {
-                names.iter().filter_map(|n| n.as_str()).collect()
-            }
-            _ => Vec::new(),
-        };
-        let is_required = |name: &str| required.contains(&name);
-        let (mut first, rest): (Vec<_>, Vec<_>) = props
-            .keys()
-            .map(|name| (name.clone(), is_required(name)))
-            .partition(|(_, required)| *required);
-        first.extend(rest);
-        first
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn tool(parameters: &str) -> ToolDef {
-        ToolDef {
-            name: "t".into(),
-            description: None,
-            parameters: Some(parameters.into()),
-        }
-    }
-
-    #[test]
-    fn signature_keeps_the_written_order() {
-        let tool = tool(r#"{"type":"object","properties":{"zeta":{},"alpha":{},"mid":{}}}"#);
-        let names: Vec<String> = tool.signature().into_iter().map(|(n, _)| n).collect();
-        assert_eq!(names, vec!["zeta", "alpha", "mid"]);
-    }
-
-    #[test]
-    fn signature_puts_required_parameters_first() {
-        let tool = tool(
-            r#"{"type":"object","properties":{"units":{},"city":{},"days":{},"lang":{}},
-                "required":["lang","city"]}"#,
-        );
-        assert_eq!(
-            tool.signature(),
-            vec![
-                ("city".to_owned(), true),
-                ("lang".to_owned(), true),
-                ("units".to_owned(), false),
-                ("days".to_owned(), false),
-            ]
-        );
     }
 }

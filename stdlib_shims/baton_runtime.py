@@ -35,6 +35,7 @@ import posixpath
 import io
 import zlib
 import builtins
+import inspect
 import re
 import datetime
 import statistics
@@ -44,6 +45,7 @@ import decimal
 import weakref
 
 import _baton
+import baton_contract as _contract
 from baton_workspace import _ABSENT_OS, _WORKSPACE_FUNCTIONS, _WS, _install_workspace
 
 SYNC, AWAITED, DEFERRED = "Sync", "Awaited", "Deferred"
@@ -617,14 +619,19 @@ def _install_value_readers():
 class Site:
     """The callable a rewritten call site names: `_B[3](city="SF")`."""
 
-    __slots__ = ("id", "tool", "python", "params", "optional", "mode", "line", "max_input")
+    __slots__ = ("id", "tool", "python", "params", "optional", "accepts_more", "checks", "mode",
+                 "line", "max_input")
 
-    def __init__(self, site_id, tool, python, params, optional, mode, line, max_input):
+    def __init__(self, site_id, tool, mode, line, max_input):
+        """`tool`: the program's binding of the tool (`original`, `python`,
+        `params`, `optional`, `open`, `checks`)."""
         self.id = site_id
-        self.tool = tool
-        self.python = python
-        self.params = params
-        self.optional = optional
+        self.tool = tool["original"]
+        self.python = tool["python"]
+        self.params = tool["params"]
+        self.optional = tool["optional"]
+        self.accepts_more = tool["open"]
+        self.checks = tool["checks"]
         self.mode = mode
         self.line = line
         self.max_input = max_input
@@ -636,32 +643,23 @@ class Site:
         return call
 
     def _input(self, args, kwargs):
-        """The call's input as JSON text: positional arguments named in the
-        order of the tool's signature (required parameters first), optional
-        arguments given as None left out."""
-        if len(args) > len(self.params):
-            raise TypeError(
-                "%s() takes %d positional argument%s but %d %s given"
-                % (self.python, len(self.params), "" if len(self.params) == 1 else "s",
-                   len(args), "was" if len(args) == 1 else "were")
-            )
-        tool_input = {}
-        for name, value in zip(self.params, args):
-            tool_input[name] = value
-        for name, value in kwargs.items():
-            if name in tool_input:
-                raise TypeError("%s() got multiple values for argument '%s'" % (self.python, name))
-            tool_input[name] = value
-        if self.optional:
-            for name in self.optional:
-                if name in tool_input and tool_input[name] is None:
-                    del tool_input[name]
+        """The call's input as JSON text: the arguments bound to the tool's
+        signature (CPython's TypeErrors when they do not bind), optional
+        arguments given as None left out, each checked against its
+        parameter's schema (TypeError, or ValueError for an enum miss)."""
+        tool_input = _contract.bind(self.python, self.params, self.optional, self.accepts_more,
+                                    args, kwargs)
         text = _baton.dumps(tool_input)
+        plain = text is not None
         try:
             if text is None:
                 text = _INPUT_ENCODER.encode(tool_input)
         except (TypeError, ValueError) as e:
             raise TypeError("%s(): arguments must be JSON values: %s" % (self.python, e)) from None
+        if self.checks:
+            # Values that were not plain (calls used as values, tuples in
+            # dicts...) are checked as the tool will receive them.
+            _contract.check(self.python, tool_input if plain else json.loads(text), self.checks)
         if len(text) > self.max_input:
             raise ValueError("%s(): input of %d bytes exceeds the limit of %d" % (self.python, len(text), self.max_input))
         return text
@@ -865,17 +863,57 @@ class _Tools:
         return "<tools: %s>" % ", ".join(sorted(self.__dict__))
 
 
-def _plain_site(tool, python, params, optional, max_input):
+def _plain_site(tool, max_input):
     """A tool function for calls the rewrite did not see (aliases, getattr)."""
-    site = Site(-1, tool, python, params, optional, DEFERRED, 0, max_input)
+    site = Site(-1, tool, DEFERRED, 0, max_input)
 
     def call(*args, **kwargs):
         frame = sys._getframe(1)
         site.line = frame.f_lineno
         return ToolCall(site, site._input(args, kwargs), frame)
 
-    call.__name__ = call.__qualname__ = python
-    return call
+    return describe(call, tool)
+
+
+class _ToolSignature(inspect.Signature):
+    """A tool's signature for `inspect.signature`: its parameters, required
+    ones first, optional ones defaulting to None, `**kwargs` when its schema
+    allows more. Built when first looked at: a start binds every tool, and
+    few programs ever ask."""
+
+    __slots__ = ("_spec", "_built")
+
+    def __init__(self, params, optional, accepts_more):
+        self._spec = (params, optional, accepts_more)
+        self._built = None
+
+    def _signature(self):
+        if self._built is None:
+            params, optional, accepts_more = self._spec
+            kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+            made = [inspect.Parameter(name, kind, default=None if name in optional else inspect.Parameter.empty)
+                    for name in params]
+            if accepts_more:
+                made.append(inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD))
+            self._built = inspect.Signature(made)
+        return self._built
+
+    @property
+    def parameters(self):
+        return self._signature().parameters
+
+    @property
+    def return_annotation(self):
+        return inspect.Signature.empty
+
+
+def describe(function, tool):
+    """Names a tool's function, gives it the tool's description as its
+    docstring and its signature (also used by the CPython oracle)."""
+    function.__name__ = function.__qualname__ = tool["python"]
+    function.__doc__ = tool["doc"]
+    function.__signature__ = _ToolSignature(tool["params"], tool["optional"], tool["open"])
+    return function
 
 
 def _globals_for(program):
@@ -883,12 +921,10 @@ def _globals_for(program):
     tools = program["tools"]
     funcs = {}
     for t in tools:
-        funcs[t["python"]] = _plain_site(t["original"], t["python"], t["params"], t["optional"], max_input)
+        funcs[t["python"]] = _plain_site(t, max_input)
     sites = []
     for s in program["sites"]:
-        t = tools[s["tool"]]
-        sites.append(Site(s["id"], t["original"], t["python"], t["params"], t["optional"], s["mode"],
-                          s["line"], max_input))
+        sites.append(Site(s["id"], tools[s["tool"]], s["mode"], s["line"], max_input))
     g = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
     g.update(PRE_IMPORTED)
     g.update(funcs)

@@ -13,8 +13,7 @@ use baton::engine::{Engine, Step};
 use common::{engine_with, run_to_end, spec, tools, value};
 use serde_json::{Value, json};
 
-const WEATHER: &str =
-    r#"[{"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {}}}}]"#;
+const WEATHER: &str = r#"[{"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]"#;
 
 /// (name, attack body, exception types that count as blocked)
 const REFUSED: &[(&str, &str, &[&str])] = &[
@@ -390,6 +389,11 @@ const STOPPED: &[(&str, &str, &str)] = &[
         "tool call with an input that is not an object",
         "import sys\nb = sys.modules['baton_runtime']._baton\nb.pause([0], ['get_weather'], ['[1]'], [1], '', 0, '{}')\n",
         "Invalid tool call to \"get_weather\": the input is not a JSON object",
+    ),
+    (
+        "tool call its schema refuses, through the bridge",
+        "import sys\nb = sys.modules['baton_runtime']._baton\nb.pause([0], ['get_weather'], ['{\"city\": 3}'], [1], '', 0, '{}')\n",
+        "Invalid tool call to \"get_weather\": its input does not match the tool's schema: 3 is not of type \"string\" (at /city)",
     ),
     (
         "produced file with an escaping name",

@@ -760,7 +760,9 @@ fn openapi_describes_every_route_and_needs_no_key() {
 
 #[test]
 fn inspect_keeps_an_ended_execution_and_names_an_expired_pause() {
-    let (_dir, server) = server(&["--paused-ttl-secs", "1", "--sweep-secs", "3600"]);
+    // A pause expires at a whole second at least `--paused-ttl-secs` after
+    // it: with 2 s, it is still paused for a second after it was made.
+    let (_dir, server) = server(&["--paused-ttl-secs", "2", "--sweep-secs", "3600"]);
     let (status, done) = server.post(
         "/exec/programmatic",
         &json!({"code": "open('/mnt/data/out.txt', 'w').write('hi')\nprint('wrote')\n", "tools": weather_tools()}),
@@ -787,7 +789,7 @@ fn inspect_keeps_an_ended_execution_and_names_an_expired_pause() {
         .to_owned();
     let (_, view) = server.get(&format!("/executions/{id}"), Some(KEY));
     assert_eq!(view["status"], "paused", "{view}");
-    std::thread::sleep(Duration::from_millis(2100));
+    std::thread::sleep(Duration::from_millis(3100));
     let (status, view) = server.get(&format!("/executions/{id}"), Some(KEY));
     assert_eq!(
         (status, &view["status"]),

@@ -1,5 +1,6 @@
 //! Checks of what a child reports. The runtime never reports a call to an
-//! unknown tool or a file over the limits; a
+//! unknown tool, a call its tool's schema refuses, or a file over the
+//! limits; a
 //! program that talks to the native bridge itself might, and such a report
 //! fails the execution instead of reaching the client or the store.
 
@@ -9,21 +10,29 @@ use crate::sandbox::protocol::PendingCall;
 use super::ExecLimits;
 
 /// Checks a batch a child reports: every call names a tool of the request
-/// and carries a JSON object. The runtime guarantees both; a program that
-/// calls the native bridge itself does not.
+/// and carries a JSON object its tool's contract accepts
+/// ([`crate::contract::check_input`]). The runtime guarantees all three; a
+/// program that calls the native bridge itself does not.
 pub(super) fn check_calls(record: &ExecutionRecord, calls: &[PendingCall]) -> Result<(), String> {
     for call in calls {
-        if !record.tools.iter().any(|t| t.name == call.tool) {
+        let Some(tool) = record.tools.iter().find(|t| t.name == call.tool) else {
             return Err(format!("Invalid tool call: no tool named {:?}", call.tool));
-        }
-        let is_object =
-            serde_json::from_str::<serde_json::Value>(&call.input).is_ok_and(|v| v.is_object());
-        if !is_object {
-            return Err(format!(
-                "Invalid tool call to {:?}: the input is not a JSON object",
+        };
+        let input = serde_json::from_str::<serde_json::Value>(&call.input)
+            .ok()
+            .filter(serde_json::Value::is_object)
+            .ok_or_else(|| {
+                format!(
+                    "Invalid tool call to {:?}: the input is not a JSON object",
+                    call.tool
+                )
+            })?;
+        crate::contract::check_input(tool, &input).map_err(|problem| {
+            format!(
+                "Invalid tool call to {:?}: its input does not match the tool's schema: {problem}",
                 call.tool
-            ));
-        }
+            )
+        })?;
     }
     Ok(())
 }

@@ -24,6 +24,7 @@ mod sites;
 
 use serde::Serialize;
 
+use crate::contract::Contract;
 use crate::tools::ToolDef;
 pub use depth::{leaks_too_deep, on_sized_stack};
 pub use names::python_name;
@@ -46,11 +47,8 @@ pub struct ToolBinding {
     pub original: String,
     /// The Python name.
     pub python: String,
-    /// Parameter names in signature order (required first, then optional,
-    /// each in schema order), for positional arguments.
-    pub params: Vec<String>,
-    /// Whether each parameter of `params` is required.
-    pub required: Vec<bool>,
+    /// What its schema says of a call (signature and checks).
+    pub contract: Contract,
 }
 
 /// One checkpoint.
@@ -127,12 +125,10 @@ pub fn bind_tools(tools: &[ToolDef]) -> Result<Vec<ToolBinding>, RewriteError> {
                 python,
             });
         }
-        let (params, required) = tool.signature().into_iter().unzip();
         bindings.push(ToolBinding {
             original: tool.name.clone(),
             python,
-            params,
-            required,
+            contract: Contract::of(tool),
         });
     }
     Ok(bindings)

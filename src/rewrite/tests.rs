@@ -10,8 +10,7 @@ fn bindings() -> Vec<ToolBinding> {
         .map(|name| ToolBinding {
             original: name.replace('_', "-"),
             python: (*name).to_owned(),
-            params: vec!["a".into()],
-            required: vec![true],
+            contract: crate::contract::Contract::default(),
         })
         .collect()
 }

@@ -44,6 +44,8 @@ use crate::sandbox::limits::ChildRlimits;
 pub const RUNTIME_SOURCE: &str = include_str!("../../stdlib_shims/baton_runtime.py");
 /// The runtime's virtual `/mnt/data`, loaded before the runtime imports it.
 pub const WORKSPACE_SOURCE: &str = include_str!("../../stdlib_shims/baton_workspace.py");
+/// Tool contracts at the call site, loaded before the runtime imports it.
+pub const CONTRACT_SOURCE: &str = include_str!("../../stdlib_shims/baton_contract.py");
 
 /// Modules imported once in the zygote so children start warm.
 const WARM_MODULES: &[&str] = &[
@@ -134,7 +136,11 @@ pub fn warm_up(vm: &VirtualMachine) -> Result<(), String> {
     );
     run_python(vm, scope, &source, "<warm-up>")?;
     let scope = vm.new_scope_with_builtins();
-    for (name, source) in [("RUNTIME", RUNTIME_SOURCE), ("WORKSPACE", WORKSPACE_SOURCE)] {
+    for (name, source) in [
+        ("RUNTIME", RUNTIME_SOURCE),
+        ("WORKSPACE", WORKSPACE_SOURCE),
+        ("CONTRACT", CONTRACT_SOURCE),
+    ] {
         scope
             .globals
             .set_item(name, vm.ctx.new_str(source).into(), vm)
@@ -148,6 +154,7 @@ pub fn warm_up(vm: &VirtualMachine) -> Result<(), String> {
         \x20   exec(compile(source, '<' + name + '>', 'exec'), m.__dict__)\n\
         \x20   return m\n\
         load('baton_workspace', WORKSPACE)\n\
+        load('baton_contract', CONTRACT)\n\
         m = load('baton_runtime', RUNTIME)\n\
         m.install()\n\
         import gc\n\

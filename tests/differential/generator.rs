@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 /// The tools every program may call.
 pub(crate) const TOOLS: &str = r#"[
   {"name": "fetch", "parameters": {"type": "object",
-    "properties": {"key": {"type": "string"}, "n": {"type": "integer"}}}},
+    "properties": {"key": {}, "n": {"type": "integer"}}}},
   {"name": "compute-score", "parameters": {"type": "object", "properties": {"x": {}, "y": {}}}},
   {"name": "lookup", "parameters": {"type": "object", "properties": {"q": {}}}}
 ]"#;
@@ -120,7 +120,20 @@ pub(crate) enum Stmt {
     GatherMap(usize, u8),
     /// `as_completed` over a list of coroutines.
     AsCompleted(Vec<(usize, Arg)>),
+    /// A call its tool's signature or schema refuses (one of
+    /// [`BAD_CALLS`]), its TypeError caught and printed.
+    BadCall(u8, Arg),
 }
+
+/// Calls that do not bind or check: `{}` is the argument.
+const BAD_CALLS: [&str; 6] = [
+    "await fetch(key={}, n='many')",
+    "fetch(key={}, kee=1)",
+    "await lookup({}, {})",
+    "compute_score({}, x=1)",
+    "await fetch(key={}, n=2.5)",
+    "await tools.fetch(key={}, n=True)",
+];
 
 /// A tool's answer: a value, or an error with its message.
 #[derive(Clone, Debug)]
@@ -240,6 +253,18 @@ fn render_stmt(out: &mut String, stmt: &Stmt, indent: usize, loops: usize) {
     }
     match stmt {
         Stmt::Call(c) => line(out, indent, &format!("v = {}; R.append(v)", call(c, loops))),
+        Stmt::BadCall(kind, a) => {
+            let template = BAD_CALLS[usize::from(*kind) % BAD_CALLS.len()];
+            let value = arg(a, loops);
+            line(out, indent, "try:");
+            line(
+                out,
+                indent + 1,
+                &format!("v = {}; R.append(v)", template.replace("{}", &value)),
+            );
+            line(out, indent, "except TypeError as e:");
+            line(out, indent + 1, "print('refused', e)");
+        }
         Stmt::Gather(calls) => {
             let items: Vec<String> = calls
                 .iter()
@@ -438,6 +463,7 @@ fn leaf() -> impl Strategy<Value = Stmt> {
         1 => arg_strategy().prop_map(Stmt::Helper),
         1 => ("[a-z]{1,4}", arg_strategy()).prop_map(|(tag, arg)| Stmt::Method(tag, arg)),
         3 => (0..5u8).prop_map(Stmt::Print),
+        1 => (0..6u8, arg_strategy()).prop_map(|(kind, arg)| Stmt::BadCall(kind, arg)),
         4 => coroutine_leaf(),
     ]
 }

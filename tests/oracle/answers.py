@@ -105,6 +105,16 @@ def _forecast(i):
                   "keys": sorted(i)}
 
 
+def _book(i):
+    legs = i.get("legs", [])
+    return True, {"booking": "BK%04d" % _n(str(sorted(i.items())), 10000), "legs": len(legs),
+                  "cabin": i.get("cabin", "economy"), "keys": sorted(i)}
+
+
+def _ping(i):
+    return True, {"pong": sorted(i)}
+
+
 _TOOLS = {
     "get_weather": _weather,
     "search": _search,
@@ -117,6 +127,8 @@ _TOOLS = {
     "run_sql": _sql,
     "flaky": _flaky,
     "forecast": _forecast,
+    "book_trip": _book,
+    "ping": _ping,
 }
 
 

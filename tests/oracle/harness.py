@@ -223,8 +223,7 @@ class NativeCalls:
         raise self.runtime.ToolError(payload, tool)
 
     def function(self, tool):
-        site = self.runtime.Site(-1, tool["original"], tool["python"], tool["params"], tool["optional"],
-                                 "Deferred", 0, self.max_input)
+        site = self.runtime.Site(-1, tool, "Deferred", 0, self.max_input)
         calls = self
 
         def make(*args, **kwargs):
@@ -233,8 +232,7 @@ class NativeCalls:
             calls.made.append((coroutine, sys._getframe(1).f_lineno, tool["python"]))
             return coroutine
 
-        make.__name__ = make.__qualname__ = tool["python"]
-        return make
+        return self.runtime.describe(make, tool)
 
     def never_awaited(self):
         """The runtime's warning for every coroutine never started."""
@@ -329,7 +327,7 @@ def main():
     # the runtime's fence takes the raw posix functions importlib uses.
     import _strptime, calendar, locale, string, textwrap  # noqa: F401
     import shutil, tempfile, zipfile, tarfile, glob, fnmatch, pathlib, csv, gzip  # noqa: F401
-    for name in ("baton_workspace", "baton_runtime"):
+    for name in ("baton_workspace", "baton_contract", "baton_runtime"):
         source = open(os.path.join(ROOT, "stdlib_shims", name + ".py")).read()
         module = types.ModuleType(name)
         module.__file__ = "<%s>" % name
