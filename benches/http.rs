@@ -7,7 +7,9 @@
 //!   requests): start → first pause, continue → next pause and continue →
 //!   completed of the 2-call program with 9 tools; a tool-free `print(1)`
 //!   through `/exec/programmatic` and through `/exec`; the whole of a
-//!   20-round loop (its rounds back to back);
+//!   20-round loop (its rounds back to back); the 2-call program among 30
+//!   tools with typed schemas (each call's arguments checked) and with the
+//!   same tools untyped, alternately;
 //! - rounds per second (a round is one request that runs the program to
 //!   its next pause or end) with 1, 8 and 32 clients running the 2-call
 //!   program back to back;
@@ -72,6 +74,32 @@ fn nine_tools() -> Value {
         .map(|name| {
             json!({"name": name, "description": format!("{name} tool"),
                 "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}})
+        })
+        .collect();
+    Value::Array(tools)
+}
+
+/// Thirty tools of four parameters each, the 2-call program's two among
+/// them: with typed schemas (`typed`: a string, an integer, an enum and a
+/// closed nested object, all checked at each call), or with the same
+/// parameters untyped (nothing to check).
+fn thirty_tools(typed: bool) -> Value {
+    let check = |schema: Value| if typed { schema } else { json!({}) };
+    let tools: Vec<Value> = (0..30)
+        .map(|i| {
+            let name = match i {
+                0 => "get_city".to_owned(),
+                1 => "get_weather".to_owned(),
+                _ => format!("tool_{i}"),
+            };
+            json!({"name": name, "description": format!("{name} tool"),
+            "parameters": {"type": "object", "properties": {
+                "city": check(json!({"type": "string"})),
+                "limit": check(json!({"type": "integer"})),
+                "unit": check(json!({"enum": ["C", "F"]})),
+                "window": check(json!({"type": "object", "additionalProperties": false,
+                    "properties": {"from": {"type": "string"}, "to": {"type": "string"}}})),
+            }}})
         })
         .collect();
     Value::Array(tools)
@@ -263,6 +291,38 @@ fn alone(client: &Client, figures: &mut Figures) {
     figures.push(("20-round loop, whole execution, median", median(&mut loops)));
 }
 
+/// The 2-call program with thirty tools, typed and untyped alternately:
+/// what the argument checks cost a start and a continue.
+fn checked_tools(client: &Client, figures: &mut Figures) {
+    let gap = Duration::from_millis(30);
+    let mut samples: [Vec<f64>; 4] = Default::default();
+    for _ in 0..ALONE_ITERATIONS {
+        for (slot, typed) in [(0, true), (2, false)] {
+            std::thread::sleep(gap);
+            let [start, to_pause, _] = client.two_call(&thirty_tools(typed), gap);
+            samples[slot].push(ms(start));
+            samples[slot + 1].push(ms(to_pause));
+        }
+    }
+    let [typed_start, typed_continue, untyped_start, untyped_continue] = &mut samples;
+    figures.push((
+        "30 typed tools: start → first pause, median",
+        median(typed_start),
+    ));
+    figures.push((
+        "30 typed tools: continue → next pause, median",
+        median(typed_continue),
+    ));
+    figures.push((
+        "30 untyped tools: start → first pause, median",
+        median(untyped_start),
+    ));
+    figures.push((
+        "30 untyped tools: continue → next pause, median",
+        median(untyped_continue),
+    ));
+}
+
 /// Rounds per second with `clients` clients running the 2-call program
 /// back to back for a fixed time.
 fn rounds_per_second(base: &str, clients: usize) -> f64 {
@@ -333,6 +393,7 @@ fn run(binary: &Path) -> Figures {
     client.two_call(&nine_tools(), Duration::ZERO);
     let mut figures = Figures::new();
     alone(&client, &mut figures);
+    checked_tools(&client, &mut figures);
     for (clients, name) in [
         (1, "rounds/s, 1 client"),
         (8, "rounds/s, 8 clients"),

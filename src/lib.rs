@@ -13,7 +13,8 @@
 //! - [`sandbox`]: the zygote, the pool, confinement, the child protocol.
 //! - [`vm`]: inside the sandbox: the interpreter, the zygote loop, a child.
 //! - [`program`], [`failure`], [`journal`], [`tools`]: what both sides share;
-//!   [`contract`]: what a tool's schema enforces on a call.
+//!   [`contract`]: what a tool's schema enforces on a call; [`stubs`]: the
+//!   tools as prompt stubs.
 //! - [`rewrite`]: the source rewrite at call sites.
 //! - [`store`], [`state`], [`workspace`], [`token`]: what is stored, and how.
 
@@ -33,6 +34,7 @@ pub mod server;
 pub mod service;
 pub mod state;
 pub mod store;
+pub mod stubs;
 pub mod timing;
 pub mod token;
 pub mod tools;

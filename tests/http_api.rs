@@ -735,6 +735,7 @@ fn openapi_describes_every_route_and_needs_no_key() {
         "/executions/{id}",
         "/executions/{id}/cancel",
         "/files/{session_id}",
+        "/tools/stubs",
         "/upload",
     ];
     let mut expected: Vec<String> = protocol

@@ -36,10 +36,11 @@ use crate::timing::step;
 use crate::token::key_identity;
 use error::ApiError;
 use error::Failures;
-use request::{CancelBody, ExecBody, ExecRequest, PlainBody};
+use request::{CancelBody, ExecBody, ExecRequest, PlainBody, StubsBody};
 use request_log::{Cancelled, RequestLog};
 use views::{
     CancelView, ErrorView, ExecReply, ExecutionListView, ExecutionView, HealthView, PlainExecView,
+    StubsView,
 };
 
 /// Shared state of the handlers.
@@ -112,6 +113,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/upload", post(files::upload))
         .route("/files/{session_id}", get(files::list))
         .route("/download/{session_id}/{file_id}", get(files::download))
+        .route("/tools/stubs", post(tool_stubs))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
         .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
             body_timeout,
@@ -370,6 +372,25 @@ async fn cancel(
     let result = state.service.cancel(owner, &request_id).await;
     log.cancelled(Cancelled::Request(&request_id), &result);
     Ok(Json(CancelView::new(request_id, result?)).into_response())
+}
+
+/// `POST /tools/stubs`: the stubs of a tool list for a model's prompt.
+#[utoipa::path(post, path = "/tools/stubs", tag = "tools",
+    request_body = StubsBody,
+    responses((status = 200, description = "The stubs", body = StubsView), Failures))]
+async fn tool_stubs(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<StubsView>, ApiError> {
+    let (_, body) = authorized_body(&state, &headers, body)?;
+    let (tools, format) = request::decode_stubs(&body)?;
+    let stubs = crate::stubs::stubs(&tools, format)
+        .map_err(|error| ApiError::BadRequest(error.to_string()))?;
+    Ok(Json(StubsView {
+        format: format.name(),
+        stubs,
+    }))
 }
 
 /// The query of `GET /executions`.

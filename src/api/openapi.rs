@@ -33,6 +33,7 @@ use super::views::ErrorView;
         super::files::upload,
         super::files::list,
         super::files::download,
+        super::tool_stubs,
         super::health,
         super::metrics_text,
         openapi_json,

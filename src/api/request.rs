@@ -22,6 +22,7 @@ use super::error::ApiError;
 /// The accepted `timeout` range, milliseconds (the service's).
 pub use crate::service::TIMEOUT_RANGE_MS;
 use crate::service::{FileRef, ServiceError, StartRequest, ToolResult};
+use crate::stubs::StubFormat;
 use crate::tools::{ToolDef, WireTool};
 
 /// Run-time budget of a start without `timeout`, milliseconds.
@@ -110,6 +111,30 @@ pub struct CancelBody {
     /// The `x-librechat-code-request-id` of a start or continuation.
     #[schema(min_length = 1, max_length = 256)]
     request_id: String,
+}
+
+/// Asks for the prompt stubs of a tool list (`POST /tools/stubs`).
+#[derive(Deserialize, ToSchema)]
+pub struct StubsBody {
+    /// The tools, as a start request carries them.
+    tools: Vec<WireTool>,
+    /// `python` (typed `async def` stubs with docstrings; the default) or
+    /// `compact` (one line per tool).
+    #[serde(default)]
+    #[schema(pattern = "^(python|compact)$")]
+    format: Option<String>,
+}
+
+/// Decodes a `POST /tools/stubs` body: its tools and the stub format.
+pub fn decode_stubs(body: &[u8]) -> Result<(Vec<ToolDef>, StubFormat), ApiError> {
+    let body: StubsBody = parse_json(body)?;
+    let name = body.format.as_deref().unwrap_or("python");
+    let format = StubFormat::parse(name).ok_or_else(|| {
+        ApiError::BadRequest(format!(
+            "format must be \"python\" or \"compact\", not {name:?}"
+        ))
+    })?;
+    Ok((body.tools.into_iter().map(Into::into).collect(), format))
 }
 
 /// The longest client request id, bytes.

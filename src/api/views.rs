@@ -262,6 +262,17 @@ impl PlainExecView {
     }
 }
 
+/// `POST /tools/stubs`: the tools as a model's prompt can show them.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StubsView {
+    /// `python` or `compact`.
+    #[schema(pattern = "^(python|compact)$")]
+    pub format: &'static str,
+    /// The stubs: Python source (`python`), or one line per tool
+    /// (`compact`). The same tools always give the same text.
+    pub stubs: String,
+}
+
 /// The answer to a cancel.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CancelView {
