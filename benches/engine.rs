@@ -36,6 +36,7 @@ fn spec(source: &str) -> ExecutionSpec {
         seed: None,
         files: Vec::new(),
         argv: Vec::new(),
+        policy: Default::default(),
     }
 }
 

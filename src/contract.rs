@@ -28,6 +28,8 @@
 //! - Reduction depth is bounded ([`MAX_DEPTH`]): deeper nodes are not
 //!   checked.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use crate::tools::ToolDef;
@@ -154,12 +156,41 @@ impl Contract {
     }
 }
 
+/// Compiled validators kept, by the tool's `parameters` text.
+const CACHED_VALIDATORS: usize = 1024;
+
+/// The compiled validators of recent tools' contracts: compiling one costs
+/// far more than a check, and an execution's calls use the same few tools
+/// round after round. Cleared whole when full.
+static VALIDATORS: std::sync::LazyLock<
+    std::sync::Mutex<std::collections::HashMap<String, Arc<jsonschema::Validator>>>,
+> = std::sync::LazyLock::new(Default::default);
+
+/// The compiled validator of `tool`'s contract.
+fn validator(tool: &ToolDef) -> Result<Arc<jsonschema::Validator>, String> {
+    let key = tool.parameters.clone().unwrap_or_default();
+    let mut cache = VALIDATORS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(validator) = cache.get(&key) {
+        return Ok(validator.clone());
+    }
+    let schema = Contract::of(tool).input_schema();
+    let validator = Arc::new(
+        jsonschema::draft202012::new(&schema)
+            .map_err(|error| format!("its schema cannot be checked: {error}"))?,
+    );
+    if cache.len() >= CACHED_VALIDATORS {
+        cache.clear();
+    }
+    cache.insert(key, validator.clone());
+    Ok(validator)
+}
+
 /// Checks a call's input (a JSON object) against its tool's contract with
 /// the `jsonschema` crate; the error names the first violation.
 pub fn check_input(tool: &ToolDef, input: &Value) -> Result<(), String> {
-    let schema = Contract::of(tool).input_schema();
-    let validator = jsonschema::draft202012::new(&schema)
-        .map_err(|error| format!("its schema cannot be checked: {error}"))?;
+    let validator = validator(tool)?;
     match validator.iter_errors(input).next() {
         None => Ok(()),
         Some(error) => Err(format!(

@@ -26,12 +26,14 @@ mod timeline;
 use serde::{Deserialize, Serialize};
 
 pub use parts::{NewParts, StoredExtent, is_whole_record};
-pub use timeline::{Timeline, TimelineCall};
+pub use timeline::{HistoryCall, Timeline, TimelineCall, history};
 
 use crate::tools::ToolDef;
 
 /// The on-disk format version written by this build (record parts).
-pub const FORMAT_VERSION: u16 = 4;
+pub const FORMAT_VERSION: u16 = 5;
+/// The first format of record parts (read: its parts have no extension).
+pub const FIRST_PARTS_VERSION: u16 = 4;
 /// The last format that stored a record whole (read, and written only by
 /// [`ExecutionRecord::encode`] for tests and fuzzing).
 pub const WHOLE_FORMAT_VERSION: u16 = 3;
@@ -179,6 +181,57 @@ pub struct ExecutionRecord {
     /// What the store holds of this record (not stored).
     #[serde(skip)]
     pub stored: StoredExtent,
+    /// Tools the code may not call: their `allowed_callers` leave out code
+    /// execution. Stored from format 5 (in the start part's extension).
+    #[serde(skip)]
+    pub direct_only: Vec<String>,
+    /// Whether the answer of the end lists the calls made (the start's
+    /// `include_history`). Format 5 (start part's extension).
+    #[serde(skip)]
+    pub include_history: bool,
+    /// Wall-clock milliseconds of each pause, and of the arrival of each
+    /// round's results: how long the client took per round. Format 5
+    /// (progress part's extension); empty for what earlier formats stored.
+    #[serde(skip)]
+    pub round_times: RoundTimes,
+}
+
+/// When each round was paused and answered, wall-clock milliseconds since
+/// the Unix epoch (for the call history; never read by replay).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoundTimes {
+    /// One per pause, in order.
+    pub paused_ms: Vec<u64>,
+    /// One per answered round, in order.
+    pub answered_ms: Vec<u64>,
+}
+
+impl RoundTimes {
+    /// Notes that round `index` (from 0) paused at `ms`. Rounds before it
+    /// with no time (stored by an earlier format) hold 0, unknown.
+    pub fn paused(&mut self, index: usize, ms: u64) {
+        set_at(&mut self.paused_ms, index, ms);
+    }
+
+    /// Notes that round `index`'s results arrived at `ms`.
+    pub fn answered(&mut self, index: usize, ms: u64) {
+        set_at(&mut self.answered_ms, index, ms);
+    }
+
+    /// How long the client took to answer round `index` (from 0), when
+    /// both times are known.
+    pub fn client_ms(&self, index: usize) -> Option<u64> {
+        let paused = *self.paused_ms.get(index).filter(|ms| **ms > 0)?;
+        let answered = *self.answered_ms.get(index).filter(|ms| **ms > 0)?;
+        Some(answered.saturating_sub(paused))
+    }
+}
+
+fn set_at(times: &mut Vec<u64>, index: usize, ms: u64) {
+    if times.len() <= index {
+        times.resize(index + 1, 0);
+    }
+    times[index] = ms;
 }
 
 impl ExecutionRecord {
@@ -337,6 +390,9 @@ pub(crate) mod tests {
             produced: vec![],
             removed: vec![],
             stored: StoredExtent::default(),
+            direct_only: Vec::new(),
+            include_history: false,
+            round_times: RoundTimes::default(),
         }
     }
 

@@ -102,7 +102,7 @@ fn program_command(tools: &str) -> ExitCode {
     };
     let tools: Vec<_> = tools.into_iter().map(Into::into).collect();
     let limits = baton::program::ProgramLimits::default();
-    match baton::program::Program::build(&source, &tools, limits, &[]) {
+    match baton::program::Program::build(&source, &tools, limits, &[], &[]) {
         Ok(program) => {
             println!("{}", program.to_json());
             ExitCode::SUCCESS

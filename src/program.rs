@@ -71,6 +71,8 @@ pub struct ToolBinding {
     pub checks: serde_json::Map<String, serde_json::Value>,
     /// The tool's description, its `__doc__`.
     pub doc: Option<String>,
+    /// Whether code may not call it (its `allowed_callers`).
+    pub direct_only: bool,
 }
 
 /// A call site of the rewritten source.
@@ -107,12 +109,14 @@ pub struct Program {
 }
 
 impl Program {
-    /// Rewrites `source` for `tools`; `argv` becomes `sys.argv[1:]`.
+    /// Rewrites `source` for `tools`; `argv` becomes `sys.argv[1:]`; the
+    /// tools named in `direct_only` raise when code calls them.
     pub fn build(
         source: &str,
         tools: &[ToolDef],
         limits: ProgramLimits,
         argv: &[String],
+        direct_only: &[String],
     ) -> Result<Program, CannotRun> {
         let bindings = rewrite::bind_tools(tools).map_err(|e| (e.to_string(), String::new()))?;
         let rewritten = match rewrite::rewrite(source, &bindings) {
@@ -147,6 +151,7 @@ impl Program {
                         .map(|p| (p.name.clone(), p.check.clone()))
                         .collect(),
                     doc: tool.description.clone(),
+                    direct_only: direct_only.contains(&tool.name),
                 }
             })
             .collect();

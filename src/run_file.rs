@@ -109,6 +109,7 @@ async fn run_program(args: &RunArgs) -> Result<Result<(), Option<String>>, RunEr
             seed: None,
             files: Vec::new(),
             argv: args.argv.clone(),
+            policy: Default::default(),
         })
         .map_err(|e| RunError::Setup(e.to_string()))?;
     let mut printed = Printed::default();

@@ -29,7 +29,7 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::journal::Timeline;
+use crate::journal::{HistoryCall, Timeline};
 use crate::workspace::FileMeta;
 
 /// Where an execution stands, as stored.
@@ -138,9 +138,11 @@ pub struct EndedOutcome {
     pub deleted: Vec<String>,
     /// Its session.
     pub session_id: String,
-    /// The tool calls it made (added in the second format; must stay the
-    /// last field).
+    /// The tool calls it made, for operators (added in the second format).
     pub timeline: Timeline,
+    /// The calls as the answer's `history` lists them, when the start asked
+    /// for it (second format; must stay the last field).
+    pub history: Option<Vec<HistoryCall>>,
 }
 
 /// The first stored format of [`EndedOutcome`] (before the timeline).
@@ -174,6 +176,7 @@ impl EndedOutcome {
             deleted: old.deleted,
             session_id: old.session_id,
             timeline: Timeline::default(),
+            history: None,
         })
     }
 }

@@ -33,6 +33,32 @@ pub struct WireTool {
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
     pub parameters: Option<serde_json::Value>,
+    /// Who may call the tool (LibreChat and Anthropic's field): without an
+    /// entry starting with `code_execution`, code may not call it.
+    #[serde(default)]
+    pub allowed_callers: Option<Vec<String>>,
+}
+
+impl WireTool {
+    /// Whether code may call the tool: its `allowed_callers`, when given,
+    /// name code execution (`code_execution`, `code_execution_20250825`).
+    pub fn callable_from_code(&self) -> bool {
+        self.allowed_callers.as_ref().is_none_or(|callers| {
+            callers
+                .iter()
+                .any(|caller| caller.starts_with("code_execution"))
+        })
+    }
+}
+
+/// What a start says of calls beyond the tools' schemas.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CallPolicy {
+    /// Tools code may not call (their `allowed_callers` leave out code
+    /// execution): calling one raises in the code.
+    pub direct_only: Vec<String>,
+    /// Whether the answer of the end lists the calls made.
+    pub include_history: bool,
 }
 
 impl From<WireTool> for ToolDef {

@@ -619,8 +619,8 @@ def _install_value_readers():
 class Site:
     """The callable a rewritten call site names: `_B[3](city="SF")`."""
 
-    __slots__ = ("id", "tool", "python", "params", "optional", "accepts_more", "checks", "mode",
-                 "line", "max_input")
+    __slots__ = ("id", "tool", "python", "params", "optional", "accepts_more", "checks",
+                 "direct_only", "mode", "line", "max_input")
 
     def __init__(self, site_id, tool, mode, line, max_input):
         """`tool`: the program's binding of the tool (`original`, `python`,
@@ -632,6 +632,7 @@ class Site:
         self.optional = tool["optional"]
         self.accepts_more = tool["open"]
         self.checks = tool["checks"]
+        self.direct_only = tool["direct_only"]
         self.mode = mode
         self.line = line
         self.max_input = max_input
@@ -646,7 +647,12 @@ class Site:
         """The call's input as JSON text: the arguments bound to the tool's
         signature (CPython's TypeErrors when they do not bind), optional
         arguments given as None left out, each checked against its
-        parameter's schema (TypeError, or ValueError for an enum miss)."""
+        parameter's schema (TypeError, or ValueError for an enum miss). A
+        tool only the model may call raises PermissionError."""
+        if self.direct_only:
+            raise PermissionError(
+                "%s() can only be called directly by the model, not from code "
+                "(its allowed_callers do not include code execution)" % self.python)
         tool_input = _contract.bind(self.python, self.params, self.optional, self.accepts_more,
                                     args, kwargs)
         text = _baton.dumps(tool_input)

@@ -141,7 +141,7 @@ async fn check(engine: &Engine, path: &PathBuf) -> Vec<String> {
         .unwrap_or_default();
     eprintln!("corpus: {name}");
     let source = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let program = Program::build(&source, &corpus_tools(), ProgramLimits::default(), &[])
+    let program = Program::build(&source, &corpus_tools(), ProgramLimits::default(), &[], &[])
         .unwrap_or_else(|(error, _)| panic!("{name}: {error}"))
         .to_json();
     let oracle_run = oracle(&program, SEED, OracleMode::of_source(&source));

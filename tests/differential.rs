@@ -117,7 +117,7 @@ fn check(
     tally: &mut Tally,
 ) -> Result<(), TestCaseError> {
     let source = case.source();
-    let program = Program::build(&source, &tools(TOOLS), ProgramLimits::default(), &[])
+    let program = Program::build(&source, &tools(TOOLS), ProgramLimits::default(), &[], &[])
         .map_err(|(error, _)| TestCaseError::fail(format!("the rewrite refused: {error}")))?
         .to_json();
     let oracle = oracle_outcome(case, &program);

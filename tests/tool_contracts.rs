@@ -208,3 +208,116 @@ fn stub_requests_are_checked() {
     let (status, empty) = stubs(&server, &json!([]), Some("compact"));
     assert_eq!((status, &empty["stubs"]), (200, &json!("")));
 }
+
+/// Tools for the caller and history tests: one only the model may call,
+/// one whose callers include code execution, one that fails.
+fn caller_tools() -> Value {
+    json!([
+        {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}},
+        {"name": "send_email", "description": "Sends an email", "allowed_callers": ["direct"],
+         "parameters": {"type": "object", "properties": {"to": {"type": "string"}}}},
+        {"name": "lookup", "allowed_callers": ["direct", "code_execution_20250825"],
+         "parameters": {"type": "object", "properties": {"q": {}}}},
+        {"name": "class", "parameters": {"type": "object", "properties": {"x": {}}}},
+    ])
+}
+
+#[test]
+fn a_tool_only_the_model_may_call_raises_in_code() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::start(dir.path(), &[]);
+    let code = "try:\n    await send_email(to='a@b.c')\nexcept PermissionError as e:\n    print('refused:', e)\n\
+        r = await lookup(q='x')\nprint(r)\nawait send_email(to='a@b.c')\n";
+    let (status, paused) = server.post(
+        "/exec/programmatic",
+        &json!({"code": code, "tools": caller_tools()}),
+    );
+    assert_eq!(status, 200, "{paused}");
+    assert_eq!(paused["status"], "tool_call_required", "{paused}");
+    assert_eq!(paused["tool_calls"][0]["name"], "lookup", "{paused}");
+    let (status, done) = continue_(&server, &paused, answers(&paused));
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["status"], "error", "{done}");
+    assert_eq!(
+        done["stdout"],
+        "refused: send_email() can only be called directly by the model, not from code \
+         (its allowed_callers do not include code execution)\nlookup\n"
+    );
+    assert!(
+        done["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("PermissionError: send_email()")),
+        "{done}"
+    );
+    // Its stub is not offered to code.
+    let (status, stubs) = server.post(
+        "/tools/stubs",
+        &json!({"tools": caller_tools(), "format": "compact"}),
+    );
+    assert_eq!(status, 200, "{stubs}");
+    let text = stubs["stubs"].as_str().unwrap_or_default();
+    assert!(
+        !text.contains("send_email") && text.contains("lookup("),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_history_lists_every_call_also_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let mut server = Server::start(dir.path(), &[]);
+    let code = "a = await get_weather(city='Oslo')\ntry:\n    await class_tool(x=[1, 2])\nexcept ToolError:\n    pass\n\
+        b, c = await asyncio.gather(get_weather(city='Rome'), lookup(q={'k': 1}))\nprint(a, b, c)\n";
+    let (status, mut reply) = server.post(
+        "/exec/programmatic",
+        &json!({"code": code, "tools": caller_tools(), "include_history": true}),
+    );
+    assert_eq!(status, 200, "{reply}");
+    let mut round = 0;
+    while reply["status"] == "tool_call_required" {
+        round += 1;
+        // The client takes its time; round 2's answer comes after a
+        // SIGKILL and a restart of the server.
+        std::thread::sleep(std::time::Duration::from_millis(60));
+        if round == 2 {
+            server.kill();
+            server.restart();
+        }
+        let (status, next) = continue_(&server, &reply, answers(&reply));
+        assert_eq!(status, 200, "{next}");
+        reply = next;
+    }
+    assert_eq!(reply["status"], "completed", "{reply}");
+    let history = reply["history"].as_array().cloned().unwrap_or_default();
+    let calls: Vec<(u64, &str, &Value, bool)> = history
+        .iter()
+        .map(|c| {
+            (
+                c["round"].as_u64().unwrap_or(0),
+                c["name"].as_str().unwrap_or(""),
+                &c["input"],
+                c["is_error"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        vec![
+            (1, "get_weather", &json!({"city": "Oslo"}), false),
+            (2, "class", &json!({"x": [1, 2]}), true),
+            (3, "get_weather", &json!({"city": "Rome"}), false),
+            (3, "lookup", &json!({"q": {"k": 1}}), false),
+        ],
+        "{reply}"
+    );
+    for call in &history {
+        let took = call["client_ms"].as_u64().unwrap_or(0);
+        assert!((60..60_000).contains(&took), "{call}");
+    }
+    // Without the flag there is no history.
+    let (_, plain) = server.post(
+        "/exec/programmatic",
+        &json!({"code": "print(1)", "tools": caller_tools()}),
+    );
+    assert!(plain.get("history").is_none(), "{plain}");
+}

@@ -78,6 +78,7 @@ fuzz_target!(|data: &[u8]| {
         &record.tools,
         limits.program_limits(),
         &record.argv,
+        &record.direct_only,
     ) else {
         return;
     };

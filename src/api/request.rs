@@ -23,7 +23,7 @@ use super::error::ApiError;
 pub use crate::service::TIMEOUT_RANGE_MS;
 use crate::service::{FileRef, ServiceError, StartRequest, ToolResult};
 use crate::stubs::StubFormat;
-use crate::tools::{ToolDef, WireTool};
+use crate::tools::{CallPolicy, ToolDef, WireTool};
 
 /// Run-time budget of a start without `timeout`, milliseconds.
 pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
@@ -62,6 +62,9 @@ pub struct StartBody {
     /// Session files to put under `/mnt/data`.
     #[serde(default)]
     files: Option<Vec<FileRef>>,
+    /// Whether the answer of the end lists the tool calls made (`history`).
+    #[serde(default)]
+    include_history: Option<bool>,
 }
 
 /// Runs code with no tools (`POST /exec`): the body LibreChat's
@@ -134,7 +137,14 @@ pub fn decode_stubs(body: &[u8]) -> Result<(Vec<ToolDef>, StubFormat), ApiError>
             "format must be \"python\" or \"compact\", not {name:?}"
         ))
     })?;
-    Ok((body.tools.into_iter().map(Into::into).collect(), format))
+    // Stubs show what code can call: not the tools it may not.
+    let tools = body
+        .tools
+        .into_iter()
+        .filter(WireTool::callable_from_code)
+        .map(Into::into)
+        .collect();
+    Ok((tools, format))
 }
 
 /// The longest client request id, bytes.
@@ -227,6 +237,7 @@ pub fn decode_plain(body: &[u8], request_id: Option<&str>) -> Result<StartReques
         request_id: request_id.map(str::to_owned),
         files: body.files.unwrap_or_default(),
         argv: body.args.unwrap_or_default(),
+        policy: CallPolicy::default(),
     })
 }
 
@@ -337,12 +348,16 @@ fn code_of(code: Option<Value>) -> Result<String, ApiError> {
 
 fn start(body: StartBody, request_id: Option<&str>) -> Result<StartRequest, ApiError> {
     let code = code_of(body.code)?;
-    let tools: Vec<ToolDef> = body
-        .tools
-        .unwrap_or_default()
-        .into_iter()
-        .map(Into::into)
-        .collect();
+    let wire = body.tools.unwrap_or_default();
+    let policy = CallPolicy {
+        direct_only: wire
+            .iter()
+            .filter(|tool| !tool.callable_from_code())
+            .map(|tool| tool.name.clone())
+            .collect(),
+        include_history: body.include_history.unwrap_or(false),
+    };
+    let tools: Vec<ToolDef> = wire.into_iter().map(Into::into).collect();
     Ok(StartRequest {
         code,
         tools,
@@ -351,6 +366,7 @@ fn start(body: StartBody, request_id: Option<&str>) -> Result<StartRequest, ApiE
         request_id: request_id.map(str::to_owned),
         files: body.files.unwrap_or_default(),
         argv: Vec::new(),
+        policy,
     })
 }
 

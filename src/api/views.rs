@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::journal::{CallRecord, CallResult, Timeline, TimelineCall};
+use crate::journal::{CallRecord, CallResult, HistoryCall, Timeline, TimelineCall};
 use crate::service::{CancelOutcome, Inspection, Listing, Reply};
 use crate::workspace::{FileMeta, MOUNT};
 
@@ -139,6 +139,9 @@ pub enum ExecReply {
         /// Names of the request's files the code removed.
         #[serde(skip_serializing_if = "Vec::is_empty")]
         deleted_files: Vec<String>,
+        /// The tool calls made, when the start asked (`include_history`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        history: Option<Vec<HistoryCallView>>,
     },
     /// The code failed (an uncaught exception, a limit, a timeout).
     Error {
@@ -152,7 +155,46 @@ pub enum ExecReply {
         stdout: String,
         /// Stderr, with the traceback.
         stderr: String,
+        /// The tool calls made, when the start asked (`include_history`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        history: Option<Vec<HistoryCallView>>,
     },
+}
+
+/// One tool call of an ended execution's `history`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HistoryCallView {
+    /// The pause it was made at (1 for the first).
+    pub round: u32,
+    /// The call's id.
+    pub id: String,
+    /// The tool (its name as declared).
+    pub name: String,
+    /// Its arguments.
+    #[schema(value_type = Object)]
+    pub input: Value,
+    /// Whether the client answered it with an error.
+    pub is_error: bool,
+    /// Milliseconds from the pause to the arrival of its round's results;
+    /// null when unknown.
+    pub client_ms: Option<u64>,
+}
+
+impl From<HistoryCall> for HistoryCallView {
+    fn from(call: HistoryCall) -> Self {
+        Self {
+            round: call.round,
+            id: call.id,
+            name: call.tool,
+            input: serde_json::from_str(&call.input).unwrap_or(Value::Null),
+            is_error: call.is_error,
+            client_ms: call.client_ms,
+        }
+    }
+}
+
+fn history_view(history: Option<Vec<HistoryCall>>) -> Option<Vec<HistoryCallView>> {
+    history.map(|calls| calls.into_iter().map(HistoryCallView::from).collect())
 }
 
 impl From<Reply> for ExecReply {
@@ -178,6 +220,7 @@ impl From<Reply> for ExecReply {
                 stderr,
                 files,
                 deleted_files,
+                history,
                 ..
             } => Self::Completed {
                 execution_id,
@@ -186,6 +229,7 @@ impl From<Reply> for ExecReply {
                 stderr,
                 files: files.iter().map(ProducedFileView::from).collect(),
                 deleted_files,
+                history: history_view(history),
             },
             Reply::Ended {
                 execution_id,
@@ -193,6 +237,7 @@ impl From<Reply> for ExecReply {
                 error: Some(error),
                 stdout,
                 stderr,
+                history,
                 ..
             } => Self::Error {
                 execution_id,
@@ -200,6 +245,7 @@ impl From<Reply> for ExecReply {
                 error,
                 stdout,
                 stderr,
+                history: history_view(history),
             },
         }
     }

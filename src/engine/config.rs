@@ -124,4 +124,6 @@ pub struct ExecutionSpec {
     pub files: Vec<crate::journal::WorkspaceFile>,
     /// Command-line arguments (`sys.argv[1:]`).
     pub argv: Vec<String>,
+    /// Tools code may not call; whether the end lists the calls.
+    pub policy: crate::tools::CallPolicy,
 }

@@ -145,7 +145,7 @@ impl Engine {
                 self.config.limits.max_source_bytes
             )));
         }
-        rewrite::bind_tools(&spec.tools).map_err(|e| EngineError::BadRequest(e.to_string()))?;
+        rewrite::python_names(&spec.tools).map_err(|e| EngineError::BadRequest(e.to_string()))?;
         let clock0 = self.clock_at(0, None);
         Ok(ExecutionRecord {
             id: rand::random(),
@@ -166,6 +166,9 @@ impl Engine {
             produced: Vec::new(),
             removed: Vec::new(),
             stored: StoredExtent::default(),
+            direct_only: spec.policy.direct_only,
+            include_history: spec.policy.include_history,
+            round_times: Default::default(),
         })
     }
 
@@ -333,6 +336,7 @@ impl Engine {
             &record.tools,
             self.config.limits.program_limits(),
             &record.argv,
+            &record.direct_only,
         )
         .map(|program| program.to_json())
     }

@@ -18,6 +18,12 @@ pub(super) fn check_calls(record: &ExecutionRecord, calls: &[PendingCall]) -> Re
         let Some(tool) = record.tools.iter().find(|t| t.name == call.tool) else {
             return Err(format!("Invalid tool call: no tool named {:?}", call.tool));
         };
+        if record.direct_only.contains(&call.tool) {
+            return Err(format!(
+                "Invalid tool call to {:?}: it can only be called directly",
+                call.tool
+            ));
+        }
         let input = serde_json::from_str::<serde_json::Value>(&call.input)
             .ok()
             .filter(serde_json::Value::is_object)

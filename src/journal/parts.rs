@@ -9,10 +9,13 @@
 //!   pending round, the output so far, and how many rounds are stored),
 //!   rewritten at each pause.
 //!
-//! Each part is the magic `BATN`, the little-endian `u16` version 4, then
-//! bincode. Formats 2 and 3 stored the whole record as one value in the
-//! start part's place; such a value still loads (`ExecutionRecord::decode`)
-//! and is replaced by parts at the next pause.
+//! Each part is the magic `BATN`, the little-endian `u16` version, then
+//! bincode. Format 5 appends to the start and progress parts an
+//! *extension* (the bincode of [`StartExtension`], [`ProgressExtension`])
+//! after the format-4 body, which is otherwise unchanged: a format-4 part
+//! reads with default extensions. Formats 2 and 3 stored the whole record
+//! as one value in the start part's place; such a value still loads
+//! (`ExecutionRecord::decode`) and is replaced by parts at the next pause.
 //!
 //! Invariants:
 //! - [`ExecutionRecord::from_parts`] returns only a record that validates,
@@ -28,8 +31,8 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    ClockBase, ExecutionRecord, FORMAT_VERSION, JournalError, MAGIC, PendingRound, Round,
-    WorkspaceFile, bincode_limits,
+    ClockBase, ExecutionRecord, FIRST_PARTS_VERSION, FORMAT_VERSION, JournalError, MAGIC,
+    PendingRound, Round, RoundTimes, WorkspaceFile, bincode_limits,
 };
 use crate::tools::ToolDef;
 
@@ -94,6 +97,13 @@ struct StartPart<'a> {
     argv: Cow<'a, [String]>,
 }
 
+/// What format 5 added to the start part.
+#[derive(Default, Serialize, Deserialize)]
+struct StartExtension<'a> {
+    direct_only: Cow<'a, [String]>,
+    include_history: bool,
+}
+
 /// The progress part.
 #[derive(Serialize, Deserialize)]
 struct ProgressPart<'a> {
@@ -104,31 +114,73 @@ struct ProgressPart<'a> {
     stderr: Cow<'a, str>,
 }
 
-/// Header and bincode of one part.
-fn encode_part<T: Serialize>(part: &T) -> Result<Vec<u8>, JournalError> {
+/// What format 5 added to the progress part.
+#[derive(Default, Serialize, Deserialize)]
+struct ProgressExtension<'a> {
+    round_times: Cow<'a, RoundTimes>,
+}
+
+/// Header and bincode of one part; `extension`, when given, follows it.
+fn encode_part<T: Serialize, E: Serialize>(
+    part: &T,
+    extension: Option<&E>,
+) -> Result<Vec<u8>, JournalError> {
     let mut out = Vec::with_capacity(256);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    bincode::serialize_into(&mut out, part)
-        .map_err(|e| JournalError::Corrupt(format!("a record part does not encode: {e}")))?;
+    let encoded = bincode::serialize_into(&mut out, part).and_then(|()| match extension {
+        Some(extension) => bincode::serialize_into(&mut out, extension),
+        None => Ok(()),
+    });
+    encoded.map_err(|e| JournalError::Corrupt(format!("a record part does not encode: {e}")))?;
     Ok(out)
 }
 
-/// The body of a part of this format.
-fn part_body(bytes: &[u8]) -> Result<&[u8], JournalError> {
+/// A round part (no extension).
+fn encode_round(round: &Round) -> Result<Vec<u8>, JournalError> {
+    encode_part::<Round, ()>(round, None)
+}
+
+/// The version and body of a part of format 4 or 5.
+fn part_body(bytes: &[u8]) -> Result<(u16, &[u8]), JournalError> {
     if bytes.len() < 6 || &bytes[..4] != MAGIC {
         return Err(JournalError::BadMagic);
     }
     match u16::from_le_bytes([bytes[4], bytes[5]]) {
-        FORMAT_VERSION => Ok(&bytes[6..]),
+        version @ (FIRST_PARTS_VERSION | FORMAT_VERSION) => Ok((version, &bytes[6..])),
         version => Err(JournalError::UnknownVersion(version)),
     }
 }
 
 fn decode_part<'de, T: Deserialize<'de>>(bytes: &'de [u8], what: &str) -> Result<T, JournalError> {
-    let body = part_body(bytes)?;
+    let (_, body) = part_body(bytes)?;
     bincode::Options::deserialize(bincode_limits(bytes.len()), body)
         .map_err(|e| JournalError::Corrupt(format!("{what} part: {e}")))
+}
+
+/// A part and the extension after it (the default for a format-4 part).
+fn decode_extended<'de, T, E>(bytes: &'de [u8], what: &str) -> Result<(T, E), JournalError>
+where
+    T: Deserialize<'de> + Serialize,
+    E: Deserialize<'de> + Default,
+{
+    use bincode::Options;
+    let corrupt = |e: bincode::Error| JournalError::Corrupt(format!("{what} part: {e}"));
+    let (version, body) = part_body(bytes)?;
+    let options = || bincode_limits(bytes.len());
+    let part: T = options().deserialize(body).map_err(corrupt)?;
+    if version == FIRST_PARTS_VERSION {
+        return Ok((part, E::default()));
+    }
+    // Fixed-width bincode is canonical: the part's own size says where its
+    // extension starts.
+    let used = options().serialized_size(&part).map_err(corrupt)?;
+    let rest = usize::try_from(used)
+        .ok()
+        .and_then(|used| body.get(used..))
+        .ok_or_else(|| JournalError::Corrupt(format!("{what} part: its extension is missing")))?;
+    let extension = options().deserialize(rest).map_err(corrupt)?;
+    Ok((part, extension))
 }
 
 /// Whether a stored start value is a whole record of an earlier format
@@ -143,18 +195,24 @@ impl ExecutionRecord {
     /// The parts the store lacks (see [`ExecutionRecord::stored`]).
     pub fn new_parts(&self) -> Result<NewParts, JournalError> {
         let start = if self.stored.start_bytes == 0 {
-            Some(encode_part(&StartPart {
-                id: self.id,
-                session_id: Cow::Borrowed(&self.session_id),
-                source: Cow::Borrowed(&self.source),
-                tools: Cow::Borrowed(&self.tools),
-                timeout_ms: self.timeout_ms,
-                seed: self.seed,
-                hash_seed: self.hash_seed,
-                clock0: self.clock0,
-                files: Cow::Borrowed(&self.files),
-                argv: Cow::Borrowed(&self.argv),
-            })?)
+            Some(encode_part(
+                &StartPart {
+                    id: self.id,
+                    session_id: Cow::Borrowed(&self.session_id),
+                    source: Cow::Borrowed(&self.source),
+                    tools: Cow::Borrowed(&self.tools),
+                    timeout_ms: self.timeout_ms,
+                    seed: self.seed,
+                    hash_seed: self.hash_seed,
+                    clock0: self.clock0,
+                    files: Cow::Borrowed(&self.files),
+                    argv: Cow::Borrowed(&self.argv),
+                },
+                Some(&StartExtension {
+                    direct_only: Cow::Borrowed(&self.direct_only),
+                    include_history: self.include_history,
+                }),
+            )?)
         } else {
             None
         };
@@ -163,15 +221,20 @@ impl ExecutionRecord {
             .iter()
             .enumerate()
             .skip(self.stored.rounds)
-            .map(|(index, round)| Ok((round_index(index)?, encode_part(round)?)))
+            .map(|(index, round)| Ok((round_index(index)?, encode_round(round)?)))
             .collect::<Result<Vec<_>, JournalError>>()?;
-        let progress = encode_part(&ProgressPart {
-            used_ms: self.used_ms,
-            rounds: round_index(self.rounds.len())?,
-            pending: Cow::Borrowed(&self.pending),
-            stdout: Cow::Borrowed(&self.stdout),
-            stderr: Cow::Borrowed(&self.stderr),
-        })?;
+        let progress = encode_part(
+            &ProgressPart {
+                used_ms: self.used_ms,
+                rounds: round_index(self.rounds.len())?,
+                pending: Cow::Borrowed(&self.pending),
+                stdout: Cow::Borrowed(&self.stdout),
+                stderr: Cow::Borrowed(&self.stderr),
+            },
+            Some(&ProgressExtension {
+                round_times: Cow::Borrowed(&self.round_times),
+            }),
+        )?;
         Ok(NewParts {
             start,
             rounds,
@@ -200,8 +263,10 @@ impl ExecutionRecord {
         progress: &[u8],
         rounds: &[Vec<u8>],
     ) -> Result<Self, JournalError> {
-        let start_part: StartPart<'_> = decode_part(start, "start")?;
-        let progress_part: ProgressPart<'_> = decode_part(progress, "progress")?;
+        let (start_part, start_extension): (StartPart<'_>, StartExtension<'_>) =
+            decode_extended(start, "start")?;
+        let (progress_part, progress_extension): (ProgressPart<'_>, ProgressExtension<'_>) =
+            decode_extended(progress, "progress")?;
         if progress_part.rounds as usize != rounds.len() {
             return Err(JournalError::Corrupt(format!(
                 "{} rounds stored, {} expected",
@@ -237,6 +302,9 @@ impl ExecutionRecord {
                 rounds_bytes: rounds.iter().map(|r| r.len() as u64).sum(),
                 progress_bytes: progress.len() as u64,
             },
+            direct_only: start_extension.direct_only.into_owned(),
+            include_history: start_extension.include_history,
+            round_times: progress_extension.round_times.into_owned(),
         };
         record.validate()?;
         Ok(record)
@@ -324,6 +392,60 @@ mod tests {
         }
         assert!(matches!(
             ExecutionRecord::from_parts(&progress, &start, &rounds),
+            Err(JournalError::Corrupt(_))
+        ));
+    }
+
+    #[test]
+    fn format_5_extensions_round_trip_and_format_4_parts_still_read() {
+        let mut record = sample();
+        record.direct_only = vec!["send-email".into()];
+        record.include_history = true;
+        record.round_times = RoundTimes {
+            paused_ms: vec![1_000, 5_000],
+            answered_ms: vec![1_250],
+        };
+        let (start, progress, rounds) = parts_of(&record);
+        let back = ExecutionRecord::from_parts(&start, &progress, &rounds)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back.direct_only, record.direct_only);
+        assert!(back.include_history);
+        assert_eq!(back.round_times, record.round_times);
+        assert_eq!(back.round_times.client_ms(0), Some(250));
+        assert_eq!(back.round_times.client_ms(1), None);
+        // The same parts as format 4 wrote them: no extension, version 4.
+        let as_format_4 = |part: &[u8], extension_len: usize| {
+            let mut old = part[..part.len() - extension_len].to_vec();
+            old[4..6].copy_from_slice(&FIRST_PARTS_VERSION.to_le_bytes());
+            old
+        };
+        let start_extension = bincode::serialize(&StartExtension {
+            direct_only: Cow::Borrowed(&record.direct_only),
+            include_history: true,
+        })
+        .unwrap_or_default();
+        let progress_extension = bincode::serialize(&ProgressExtension {
+            round_times: Cow::Borrowed(&record.round_times),
+        })
+        .unwrap_or_default();
+        let mut old_rounds = rounds.clone();
+        for round in &mut old_rounds {
+            round[4..6].copy_from_slice(&FIRST_PARTS_VERSION.to_le_bytes());
+        }
+        let old = ExecutionRecord::from_parts(
+            &as_format_4(&start, start_extension.len()),
+            &as_format_4(&progress, progress_extension.len()),
+            &old_rounds,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(old.source, record.source);
+        assert_eq!(old.rounds, record.rounds);
+        assert!(old.direct_only.is_empty() && !old.include_history);
+        assert_eq!(old.round_times, RoundTimes::default());
+        // A format-5 part cut before its extension is corrupt, not default.
+        let cut = &progress[..progress.len() - progress_extension.len()];
+        assert!(matches!(
+            ExecutionRecord::from_parts(&start, cut, &rounds),
             Err(JournalError::Corrupt(_))
         ));
     }

@@ -82,6 +82,46 @@ impl Timeline {
     }
 }
 
+/// One call of an ended execution's history (its answer's `history`, when
+/// the start asked for it): the whole input, whether the client answered
+/// with an error, how long the client took to answer its round.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryCall {
+    /// The pause it was made at (1 for the first).
+    pub round: u32,
+    /// The id the client saw.
+    pub id: String,
+    /// The tool.
+    pub tool: String,
+    /// Its input, JSON text.
+    pub input: String,
+    /// Whether the client answered it with an error.
+    pub is_error: bool,
+    /// Milliseconds from the pause to the arrival of its round's results
+    /// (unknown for rounds stored by builds that did not keep the times).
+    pub client_ms: Option<u64>,
+}
+
+/// The calls of a record's completed rounds, in order.
+pub fn history(record: &ExecutionRecord) -> Vec<HistoryCall> {
+    let mut calls = Vec::new();
+    for (index, round) in record.rounds.iter().enumerate() {
+        let number = u32::try_from(index + 1).unwrap_or(u32::MAX);
+        let client_ms = record.round_times.client_ms(index);
+        for (call, result) in round.calls.iter().zip(&round.results) {
+            calls.push(HistoryCall {
+                round: number,
+                id: call.id.clone(),
+                tool: call.tool.clone(),
+                input: call.input.clone(),
+                is_error: matches!(result, CallResult::Error(_)),
+                client_ms,
+            });
+        }
+    }
+    calls
+}
+
 /// `text` cut to [`PREVIEW_BYTES`] on a character boundary, with `…` when cut.
 fn preview(text: &str) -> String {
     if text.len() <= PREVIEW_BYTES {

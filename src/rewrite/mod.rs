@@ -111,10 +111,10 @@ pub enum RewriteError {
     },
 }
 
-/// Python names for the tools; refuses collisions and empty names.
-pub fn bind_tools(tools: &[ToolDef]) -> Result<Vec<ToolBinding>, RewriteError> {
+/// The tools' Python names, in order; refuses collisions and empty names.
+pub fn python_names(tools: &[ToolDef]) -> Result<Vec<String>, RewriteError> {
     let mut seen: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
-    let mut bindings = Vec::with_capacity(tools.len());
+    let mut names = Vec::with_capacity(tools.len());
     for tool in tools {
         let python = python_name(&tool.name)
             .ok_or_else(|| RewriteError::UnnameableTool(tool.name.clone()))?;
@@ -125,13 +125,23 @@ pub fn bind_tools(tools: &[ToolDef]) -> Result<Vec<ToolBinding>, RewriteError> {
                 python,
             });
         }
-        bindings.push(ToolBinding {
+        names.push(python);
+    }
+    Ok(names)
+}
+
+/// The tools bound: their Python names ([`python_names`]) and contracts.
+pub fn bind_tools(tools: &[ToolDef]) -> Result<Vec<ToolBinding>, RewriteError> {
+    let names = python_names(tools)?;
+    Ok(tools
+        .iter()
+        .zip(names)
+        .map(|(tool, python)| ToolBinding {
             original: tool.name.clone(),
             python,
             contract: Contract::of(tool),
-        });
-    }
-    Ok(bindings)
+        })
+        .collect())
 }
 
 /// Rewrites `source` for `bindings`.

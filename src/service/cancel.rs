@@ -102,6 +102,7 @@ impl Service {
             deleted: Vec::new(),
             session_id: record.session_id.clone(),
             timeline: Timeline::of(record),
+            history: None,
         });
         let outcome_bytes = outcome.as_ref().map(EndedOutcome::encode);
         let (state_key, outcome_key) = (state_key(id), outcome_key(id));

@@ -20,7 +20,7 @@ use crate::token::TokenError;
 
 use super::error::ServiceError;
 use super::messages::{Reply, ToolResult};
-use super::{Service, TIMEOUT_RANGE_MS, now_secs};
+use super::{Service, TIMEOUT_RANGE_MS, now_millis, now_secs};
 
 /// How often a retried continuation looks whether the original is done.
 const RETRY_POLL: Duration = Duration::from_millis(10);
@@ -109,6 +109,7 @@ impl Service {
                 .await;
         }
         let started = std::time::Instant::now();
+        let answered_at = now_millis();
         let resumed = self
             .engine
             .resume(&mut record, ordered)
@@ -121,6 +122,8 @@ impl Service {
                 return Err(ServiceError::Unavailable(error.to_string()));
             }
         };
+        let answered_round = record.rounds.len().saturating_sub(1);
+        record.round_times.answered(answered_round, answered_at);
         metrics::histogram!("baton_resume_to_pause_seconds")
             .record(started.elapsed().as_secs_f64());
         if kind == ResumeKind::Cold {

@@ -4,9 +4,9 @@
 
 use serde::Deserialize;
 
-use crate::journal::{CallRecord, ExecutionRecord};
+use crate::journal::{CallRecord, ExecutionRecord, HistoryCall};
 use crate::state::{EndedOutcome, ExecState, Status};
-use crate::tools::ToolDef;
+use crate::tools::{CallPolicy, ToolDef};
 use crate::workspace::FileMeta;
 
 use crate::failure::Failure;
@@ -28,6 +28,8 @@ pub struct StartRequest {
     pub files: Vec<FileRef>,
     /// Command-line arguments (`sys.argv[1:]`).
     pub argv: Vec<String>,
+    /// Tools code may not call, and whether the end lists the calls.
+    pub policy: CallPolicy,
 }
 
 /// A start request's reference to a session file.
@@ -96,6 +98,8 @@ pub enum Reply {
         /// How it failed ([`crate::failure::Failure::kind`]); `None` when
         /// it completed, or when the answer repeats a stored outcome.
         failure: Option<&'static str>,
+        /// The calls it made, when the start asked for them.
+        history: Option<Vec<HistoryCall>>,
     },
 }
 
@@ -145,6 +149,7 @@ impl Reply {
             stderr: outcome.stderr,
             files: outcome.files,
             deleted_files: outcome.deleted,
+            history: outcome.history,
         }
     }
 }
@@ -161,5 +166,6 @@ pub(super) fn cancelled_reply(record: &ExecutionRecord) -> Reply {
         deleted_files: Vec::new(),
         round: record.round_count() as u32,
         failure: Some(Failure::Cancelled.kind()),
+        history: None,
     }
 }

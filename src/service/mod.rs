@@ -92,6 +92,10 @@ fn now_secs() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+fn now_millis() -> u64 {
+    now_micros() / 1000
+}
+
 fn now_micros() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -20,7 +20,7 @@ use tracing::Instrument;
 
 use crate::engine::Step;
 use crate::failure::Failure;
-use crate::journal::{ExecutionRecord, NewParts, Timeline};
+use crate::journal::{ExecutionRecord, NewParts, Timeline, history};
 use crate::quota::Item;
 use crate::state::{EndedOutcome, ExecState, Status, outcome_key, state_key};
 use crate::timing::step;
@@ -29,7 +29,7 @@ use crate::workspace::FileMeta;
 use super::error::ServiceError;
 use super::messages::{Reply, cancelled_reply};
 use super::records::{part_writes, slices};
-use super::{Service, now_secs};
+use super::{Service, now_millis, now_secs};
 
 /// When a write must be on disk.
 #[derive(Clone, Copy)]
@@ -133,6 +133,8 @@ impl Service {
                     return Err(ServiceError::TooManyRounds(self.config.max_rounds));
                 }
                 metrics::counter!("baton_rounds_total").increment(1);
+                let pending_round = record.rounds.len();
+                record.round_times.paused(pending_round, now_millis());
                 let parts = step!("encode")
                     .in_scope(|| record.new_parts())
                     .map_err(|e| ServiceError::Corrupt(e.to_string()))?;
@@ -255,6 +257,7 @@ impl Service {
             deleted,
             session_id: record.session_id.clone(),
             timeline: Timeline::of(record),
+            history: record.include_history.then(|| history(record)),
         };
         let outcome_bytes = outcome.encode();
         let flush = if outcome.files.is_empty() && outcome.deleted.is_empty() {

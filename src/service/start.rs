@@ -81,6 +81,7 @@ impl Service {
             seed: None,
             files,
             argv: request.argv,
+            policy: request.policy,
         };
         let mut record = step!("prepare")
             .in_scope(|| self.engine.prepare(spec))

@@ -203,7 +203,7 @@ fn rehearsal_program() -> Option<String> {
         description: None,
         parameters: Some(r#"{"type": "object", "properties": {"x": {}}}"#.into()),
     };
-    Program::build(REHEARSAL, &[tool], ProgramLimits::default(), &[])
+    Program::build(REHEARSAL, &[tool], ProgramLimits::default(), &[], &[])
         .ok()
         .map(|program| program.to_json())
 }

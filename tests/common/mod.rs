@@ -76,6 +76,7 @@ pub(crate) fn spec(source: &str, tools: Vec<ToolDef>, timeout_ms: u64) -> Execut
         seed: Some([42; 32]),
         files: Vec::new(),
         argv: Vec::new(),
+        policy: Default::default(),
     }
 }
 
