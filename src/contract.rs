@@ -156,53 +156,104 @@ impl Contract {
     }
 }
 
-/// Compiled validators kept, by the tool's `parameters` text.
-const CACHED_VALIDATORS: usize = 1024;
+/// Contracts kept, by the tool's `parameters` text.
+const CACHED_CONTRACTS: usize = 1024;
 
-/// The compiled validators of recent tools' contracts: compiling one costs
-/// far more than a check, and an execution's calls use the same few tools
-/// round after round. Cleared whole when full.
-static VALIDATORS: std::sync::LazyLock<
-    std::sync::Mutex<std::collections::HashMap<String, Arc<jsonschema::Validator>>>,
-> = std::sync::LazyLock::new(Default::default);
-
-/// The compiled validator of `tool`'s contract.
-fn validator(tool: &ToolDef) -> Result<Arc<jsonschema::Validator>, String> {
-    let key = tool.parameters.clone().unwrap_or_default();
-    let mut cache = VALIDATORS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(validator) = cache.get(&key) {
-        return Ok(validator.clone());
-    }
-    let schema = Contract::of(tool).input_schema();
-    let validator = Arc::new(
-        jsonschema::draft202012::new(&schema)
-            .map_err(|error| format!("its schema cannot be checked: {error}"))?,
-    );
-    if cache.len() >= CACHED_VALIDATORS {
-        cache.clear();
-    }
-    cache.insert(key, validator.clone());
-    Ok(validator)
+/// A tool's contract as the server keeps it: built once per distinct
+/// schema text and shared by every start that declares it (clients send
+/// the same tools start after start), with the checks already written for
+/// the program and the validator compiled on first use.
+#[derive(Debug)]
+pub struct SharedContract {
+    contract: Contract,
+    /// The checked parameters' reduced schemas, one JSON object text (what
+    /// the program gives the child, which parses it at the first call).
+    pub checks_json: String,
+    validator: std::sync::OnceLock<Result<jsonschema::Validator, String>>,
 }
 
-/// Checks a call's input (a JSON object) against its tool's contract with
-/// the `jsonschema` crate; the error names the first violation.
-pub fn check_input(tool: &ToolDef, input: &Value) -> Result<(), String> {
-    let validator = validator(tool)?;
-    match validator.iter_errors(input).next() {
-        None => Ok(()),
-        Some(error) => Err(format!(
-            "{} (at {})",
-            error,
-            if error.instance_path().as_str().is_empty() {
-                "the input"
-            } else {
-                error.instance_path().as_str()
-            }
-        )),
+impl std::ops::Deref for SharedContract {
+    type Target = Contract;
+
+    fn deref(&self) -> &Contract {
+        &self.contract
     }
+}
+
+impl PartialEq for SharedContract {
+    fn eq(&self, other: &Self) -> bool {
+        self.contract == other.contract
+    }
+}
+
+impl Eq for SharedContract {}
+
+impl SharedContract {
+    fn new(contract: Contract) -> SharedContract {
+        let checks: Map<String, Value> = contract
+            .params
+            .iter()
+            .filter(|p| p.check.as_object().is_some_and(|c| !c.is_empty()))
+            .map(|p| (p.name.clone(), p.check.clone()))
+            .collect();
+        SharedContract {
+            checks_json: Value::Object(checks).to_string(),
+            contract,
+            validator: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Checks a call's input (a JSON object) with the `jsonschema` crate;
+    /// the error names the first violation.
+    pub fn check(&self, input: &Value) -> Result<(), String> {
+        let validator = self
+            .validator
+            .get_or_init(|| {
+                jsonschema::draft202012::new(&self.contract.input_schema())
+                    .map_err(|error| format!("its schema cannot be checked: {error}"))
+            })
+            .as_ref()
+            .map_err(Clone::clone)?;
+        match validator.iter_errors(input).next() {
+            None => Ok(()),
+            Some(error) => Err(format!(
+                "{} (at {})",
+                error,
+                if error.instance_path().as_str().is_empty() {
+                    "the input"
+                } else {
+                    error.instance_path().as_str()
+                }
+            )),
+        }
+    }
+}
+
+/// The recent tools' contracts (cleared whole when full).
+static CONTRACTS: std::sync::LazyLock<
+    std::sync::Mutex<std::collections::HashMap<String, Arc<SharedContract>>>,
+> = std::sync::LazyLock::new(Default::default);
+
+/// The shared contract of `tool`, built when its schema text is new.
+pub fn shared(tool: &ToolDef) -> Arc<SharedContract> {
+    let key = tool.parameters.as_deref().unwrap_or_default();
+    let mut cache = CONTRACTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(found) = cache.get(key) {
+        return found.clone();
+    }
+    let made = Arc::new(SharedContract::new(Contract::of(tool)));
+    if cache.len() >= CACHED_CONTRACTS {
+        cache.clear();
+    }
+    cache.insert(key.to_owned(), made.clone());
+    made
+}
+
+/// Checks a call's input (a JSON object) against its tool's contract.
+pub fn check_input(tool: &ToolDef, input: &Value) -> Result<(), String> {
+    shared(tool).check(input)
 }
 
 fn required_names(schema: &Map<String, Value>) -> Vec<&str> {

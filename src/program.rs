@@ -67,8 +67,10 @@ pub struct ToolBinding {
     pub optional: Vec<String>,
     /// Whether keywords beyond `params` are accepted.
     pub open: bool,
-    /// The reduced schema of each checked parameter (see `contract.rs`).
-    pub checks: serde_json::Map<String, serde_json::Value>,
+    /// The reduced schema of each checked parameter (see `contract.rs`),
+    /// as the text of one JSON object, parsed by the child at the tool's
+    /// first call (`{}`: nothing to check).
+    pub checks: String,
     /// The tool's description, its `__doc__`.
     pub doc: Option<String>,
     /// Whether code may not call it (its `allowed_callers`).
@@ -145,11 +147,7 @@ impl Program {
                         .map(|p| p.name.clone())
                         .collect(),
                     open: b.contract.open,
-                    checks: params
-                        .iter()
-                        .filter(|p| p.check.as_object().is_some_and(|c| !c.is_empty()))
-                        .map(|p| (p.name.clone(), p.check.clone()))
-                        .collect(),
+                    checks: b.contract.checks_json.clone(),
                     doc: tool.description.clone(),
                     direct_only: direct_only.contains(&tool.name),
                 }

@@ -631,7 +631,9 @@ class Site:
         self.params = tool["params"]
         self.optional = tool["optional"]
         self.accepts_more = tool["open"]
-        self.checks = tool["checks"]
+        # The checks' JSON text, parsed at the first call (most tools of a
+        # start are never called); None when there is nothing to check.
+        self.checks = None if tool["checks"] == "{}" else tool["checks"]
         self.direct_only = tool["direct_only"]
         self.mode = mode
         self.line = line
@@ -662,7 +664,9 @@ class Site:
                 text = _INPUT_ENCODER.encode(tool_input)
         except (TypeError, ValueError) as e:
             raise TypeError("%s(): arguments must be JSON values: %s" % (self.python, e)) from None
-        if self.checks:
+        if self.checks is not None:
+            if self.checks.__class__ is str:
+                self.checks = json.loads(self.checks)
             # Values that were not plain (calls used as values, tuples in
             # dicts...) are checked as the tool will receive them.
             _contract.check(self.python, tool_input if plain else json.loads(text), self.checks)

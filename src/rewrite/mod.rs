@@ -24,7 +24,9 @@ mod sites;
 
 use serde::Serialize;
 
-use crate::contract::Contract;
+use std::sync::Arc;
+
+use crate::contract::{self, SharedContract};
 use crate::tools::ToolDef;
 pub use depth::{leaks_too_deep, on_sized_stack};
 pub use names::python_name;
@@ -47,8 +49,9 @@ pub struct ToolBinding {
     pub original: String,
     /// The Python name.
     pub python: String,
-    /// What its schema says of a call (signature and checks).
-    pub contract: Contract,
+    /// What its schema says of a call (signature and checks), shared by
+    /// the starts that declare the same schema.
+    pub contract: Arc<SharedContract>,
 }
 
 /// One checkpoint.
@@ -139,7 +142,7 @@ pub fn bind_tools(tools: &[ToolDef]) -> Result<Vec<ToolBinding>, RewriteError> {
         .map(|(tool, python)| ToolBinding {
             original: tool.name.clone(),
             python,
-            contract: Contract::of(tool),
+            contract: contract::shared(tool),
         })
         .collect())
 }

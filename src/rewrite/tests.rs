@@ -10,7 +10,11 @@ fn bindings() -> Vec<ToolBinding> {
         .map(|name| ToolBinding {
             original: name.replace('_', "-"),
             python: (*name).to_owned(),
-            contract: crate::contract::Contract::default(),
+            contract: crate::contract::shared(&crate::tools::ToolDef {
+                name: "t".into(),
+                description: None,
+                parameters: None,
+            }),
         })
         .collect()
 }
