@@ -7,7 +7,8 @@
 //! tool and input, and the result the client gave). Output so far is kept so
 //! that a replay can be checked against it and so that a restart loses none.
 //!
-//! Encoding: stored in parts (format 4, [`parts`]): a start part written
+//! Encoding: stored in parts (format 5, or 4 without its extensions,
+//! [`parts`]): a start part written
 //! once, a part per completed round, and a progress part rewritten at each
 //! pause, so a pause writes only what it added. Formats 2 and 3 stored the
 //! whole record as one value (the 4-byte magic `BATN`, a little-endian

@@ -15,7 +15,7 @@
 use serde_json::{Map, Value};
 
 use crate::contract::Contract;
-use crate::rewrite::{RewriteError, bind_tools};
+use crate::rewrite::{RewriteError, bind_tools, is_parameter_name};
 use crate::tools::ToolDef;
 
 /// Schema nesting a rendered type follows.
@@ -105,10 +105,13 @@ impl Stub<'_> {
     }
 
     fn python(&self, out: &mut String) {
+        // A parameter that cannot be written in a `def` (`class`, `max-n`)
+        // is passed through `**kwargs`; the docstring names it.
         let mut params: Vec<String> = self
             .contract
             .params
             .iter()
+            .filter(|param| is_parameter_name(&param.name))
             .map(|param| {
                 let kind = self.param_type(&param.name);
                 if param.required {
@@ -120,7 +123,7 @@ impl Stub<'_> {
                 }
             })
             .collect();
-        if self.contract.open {
+        if self.contract.open || self.contract.params.len() > params.len() {
             params.push("**kwargs: Any".into());
         }
         out.push_str(&format!(
@@ -146,12 +149,24 @@ impl Stub<'_> {
             .iter()
             .filter_map(|param| {
                 let text = self
-                    .property(&param.name)?
-                    .get("description")?
-                    .as_str()?
-                    .trim();
-                (!text.is_empty())
-                    .then(|| format!("    {}: {}", param.name, text.replace('\n', " ")))
+                    .property(&param.name)
+                    .and_then(|p| p.get("description"))
+                    .and_then(Value::as_str)
+                    .map_or("", str::trim)
+                    .replace('\n', " ");
+                if !is_parameter_name(&param.name) {
+                    let kind = self.param_type(&param.name);
+                    let needed = if param.required {
+                        "required"
+                    } else {
+                        "optional"
+                    };
+                    return Some(format!(
+                        "    {:?} ({kind}, {needed}, passed as **{{{:?}: ...}}): {text}",
+                        param.name, param.name
+                    ));
+                }
+                (!text.is_empty()).then(|| format!("    {}: {text}", param.name))
             })
             .collect();
         if !args.is_empty() {
@@ -361,6 +376,17 @@ mod tests {
             text.starts_with(
                 "odd(a?: Any, b?: list[list[list[list[list[list[list[Any]]]]]]], c?: Any) -> Any"
             ),
+            "{text}"
+        );
+        let keyword = tool(
+            "k",
+            None,
+            json!({"properties": {"class": {"type": "string"}, "n": {}}, "required": ["class"]}),
+        );
+        let text = stubs(&[keyword], StubFormat::Python).unwrap_or_default();
+        assert!(
+            text.contains("async def k(n: Any = None, **kwargs: Any) -> Any:")
+                && text.contains("\"class\" (str, required, passed as **{\"class\": ...}): "),
             "{text}"
         );
         let clash = [tool("a-b", None, json!({})), tool("a_b", None, json!({}))];

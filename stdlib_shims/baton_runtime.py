@@ -36,6 +36,7 @@ import io
 import zlib
 import builtins
 import inspect
+import keyword
 import re
 import datetime
 import statistics
@@ -901,10 +902,14 @@ class _ToolSignature(inspect.Signature):
         if self._built is None:
             params, optional, accepts_more = self._spec
             kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+            # A parameter no `def` could name (`class`, `max-n`) is reached
+            # through **kwargs.
+            writable = [name for name in params if name.isidentifier() and not keyword.iskeyword(name)]
             made = [inspect.Parameter(name, kind, default=None if name in optional else inspect.Parameter.empty)
-                    for name in params]
-            if accepts_more:
-                made.append(inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD))
+                    for name in writable]
+            if accepts_more or len(writable) < len(params):
+                rest = "kwargs" if "kwargs" not in writable else "_kwargs"
+                made.append(inspect.Parameter(rest, inspect.Parameter.VAR_KEYWORD))
             self._built = inspect.Signature(made)
         return self._built
 
@@ -921,6 +926,7 @@ def describe(function, tool):
     """Names a tool's function, gives it the tool's description as its
     docstring and its signature (also used by the CPython oracle)."""
     function.__name__ = function.__qualname__ = tool["python"]
+    function.__module__ = "__main__"
     function.__doc__ = tool["doc"]
     function.__signature__ = _ToolSignature(tool["params"], tool["optional"], tool["open"])
     return function
@@ -1281,6 +1287,13 @@ def _install_decimal():
         object.__setattr__(current, "traps", _SignalDict(current.traps))
 
 
+def _help(*args, **kwargs):
+    """`help()`, as CPython's `site` module adds it: pydoc's help (which
+    writes to stdout when it is not a terminal)."""
+    import pydoc
+    return pydoc.help(*args, **kwargs)
+
+
 def install():
     """Once per interpreter, before any program: patch the modules."""
     _install_time()
@@ -1296,3 +1309,5 @@ def install():
     builtins.compile = _compile
     builtins.exec = _exec
     builtins.eval = _eval
+    if not hasattr(builtins, "help"):
+        builtins.help = _help

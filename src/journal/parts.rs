@@ -1,5 +1,5 @@
 //! An execution record stored in parts, so that a pause writes what that
-//! pause added and nothing it wrote before (format 4):
+//! pause added and nothing it wrote before (formats 4 and 5):
 //!
 //! - the **start** part: what the start request fixed (source, tools, seed,
 //!   clock base, budget, the request's files, argv), written once;

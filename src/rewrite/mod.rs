@@ -29,7 +29,7 @@ use std::sync::Arc;
 use crate::contract::{self, SharedContract};
 use crate::tools::ToolDef;
 pub use depth::{leaks_too_deep, on_sized_stack};
-pub use names::python_name;
+pub use names::{is_parameter_name, python_name};
 
 /// How a site's result is used (see [`sites`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -45,6 +45,17 @@ pub fn python_name(tool: &str) -> Option<String> {
     Some(name)
 }
 
+/// Whether `name` can be written as a parameter of a `def`: an identifier
+/// that is not a keyword.
+pub fn is_parameter_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|first| first == '_' || first.is_alphabetic())
+        && chars.all(|c| c == '_' || c.is_alphanumeric())
+        && !KEYWORDS.contains(&name)
+}
+
 /// Every name the module binds anywhere.
 pub(super) fn bound_names(body: &[Stmt]) -> HashSet<String> {
     let mut collector = BoundNames::default();
