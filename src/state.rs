@@ -29,7 +29,7 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::journal::{HistoryCall, Timeline};
+use crate::journal::{ExecutionRecord, HistoryCall, Timeline};
 use crate::workspace::FileMeta;
 
 /// Where an execution stands, as stored.
@@ -101,6 +101,18 @@ struct ExecStateV1 {
     expires_at: u64,
 }
 
+impl From<ExecStateV1> for ExecState {
+    fn from(old: ExecStateV1) -> Self {
+        ExecState {
+            status: old.status,
+            round: old.round,
+            owner: old.owner,
+            expires_at: old.expires_at,
+            answered: None,
+        }
+    }
+}
+
 impl ExecState {
     /// The stored bytes.
     pub fn encode(&self) -> Vec<u8> {
@@ -109,17 +121,7 @@ impl ExecState {
 
     /// Decodes either stored format.
     pub fn decode(bytes: &[u8]) -> Option<Self> {
-        if let Ok(state) = bincode::deserialize::<ExecState>(bytes) {
-            return Some(state);
-        }
-        let old: ExecStateV1 = bincode::deserialize(bytes).ok()?;
-        Some(ExecState {
-            status: old.status,
-            round: old.round,
-            owner: old.owner,
-            expires_at: old.expires_at,
-            answered: None,
-        })
+        decode_either::<Self, ExecStateV1>(bytes)
     }
 }
 
@@ -164,11 +166,35 @@ impl EndedOutcome {
 
     /// Decodes either stored format.
     pub fn decode(bytes: &[u8]) -> Option<Self> {
-        if let Ok(outcome) = bincode::deserialize::<EndedOutcome>(bytes) {
-            return Some(outcome);
+        decode_either::<Self, EndedOutcomeV1>(bytes)
+    }
+
+    /// The outcome of `record` ended with `error` (`None`: completed),
+    /// leaving `files` and having removed `deleted`; `history` when the
+    /// answer lists the calls.
+    pub fn of(
+        record: &ExecutionRecord,
+        error: Option<String>,
+        files: Vec<FileMeta>,
+        deleted: Vec<String>,
+        history: Option<Vec<HistoryCall>>,
+    ) -> Self {
+        EndedOutcome {
+            error,
+            stdout: record.stdout.clone(),
+            stderr: record.stderr.clone(),
+            files,
+            deleted,
+            session_id: record.session_id.clone(),
+            timeline: Timeline::of(record),
+            history,
         }
-        let old: EndedOutcomeV1 = bincode::deserialize(bytes).ok()?;
-        Some(EndedOutcome {
+    }
+}
+
+impl From<EndedOutcomeV1> for EndedOutcome {
+    fn from(old: EndedOutcomeV1) -> Self {
+        EndedOutcome {
             error: old.error,
             stdout: old.stdout,
             stderr: old.stderr,
@@ -177,7 +203,7 @@ impl EndedOutcome {
             session_id: old.session_id,
             timeline: Timeline::default(),
             history: None,
-        })
+        }
     }
 }
 
@@ -217,6 +243,19 @@ codec!(RequestLink);
 codec!(EarlyCancel);
 
 /// Bincode of plain data; it cannot fail for these types.
+/// A value of the current format `T`, or of the earlier format `Old`
+/// (upgraded): the current one is tried first.
+fn decode_either<T, Old>(bytes: &[u8]) -> Option<T>
+where
+    T: serde::de::DeserializeOwned,
+    Old: serde::de::DeserializeOwned + Into<T>,
+{
+    if let Ok(value) = bincode::deserialize::<T>(bytes) {
+        return Some(value);
+    }
+    bincode::deserialize::<Old>(bytes).ok().map(Into::into)
+}
+
 fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     match bincode::serialize(value) {
         Ok(bytes) => bytes,

@@ -220,6 +220,13 @@ fn shown(id: &str) -> String {
     )
 }
 
+/// Clicks the listed execution `id` and waits until the page shows it;
+/// what it shows.
+async fn open_row(client: &Client, id: &str, what: &str) -> Value {
+    click(client, &format!("#executions tr[data-execution-id='{id}']")).await;
+    until(client, what, &shown(id)).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_shows_a_keys_executions_and_cancels_one() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -311,12 +318,7 @@ async fn the_console_shows_a_keys_executions_and_cancels_one() {
 
     // The completed execution: its timeline round by round, its output as
     // text (the markup it printed is not markup in the page).
-    click(
-        &client,
-        &format!("#executions tr[data-execution-id='{}']", made.completed),
-    )
-    .await;
-    let completed = until(&client, "the completed execution", &shown(&made.completed)).await;
+    let completed = open_row(&client, &made.completed, "the completed execution").await;
     assert_eq!(completed["status"], "completed");
     assert_eq!(
         completed["calls"],
@@ -345,12 +347,7 @@ async fn the_console_shows_a_keys_executions_and_cancels_one() {
     screenshot(&client, "3-completed").await;
 
     // The failed one: its error.
-    click(
-        &client,
-        &format!("#executions tr[data-execution-id='{}']", made.failed),
-    )
-    .await;
-    let failed = until(&client, "the failed execution", &shown(&made.failed)).await;
+    let failed = open_row(&client, &made.failed, "the failed execution").await;
     assert_eq!(failed["status"], "failed");
     assert!(
         failed["error"]
@@ -360,12 +357,7 @@ async fn the_console_shows_a_keys_executions_and_cancels_one() {
     );
 
     // The paused one: its frame's locals and the call it waits on; cancel.
-    click(
-        &client,
-        &format!("#executions tr[data-execution-id='{paused_id}']"),
-    )
-    .await;
-    let paused = until(&client, "the paused execution", &shown(&paused_id)).await;
+    let paused = open_row(&client, &paused_id, "the paused execution").await;
     assert_eq!(paused["status"], "paused");
     assert_eq!(
         paused["calls"],

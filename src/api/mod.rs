@@ -441,8 +441,17 @@ async fn inspect(
     Path(id): Path<String>,
 ) -> Result<Json<ExecutionView>, ApiError> {
     let owner = authorize(&state, &headers)?;
-    let inspection = state.service.inspect(owner, &id)?;
-    Ok(Json(ExecutionView::new(&id, &inspection)))
+    execution_view(&state, owner, &id)
+}
+
+/// The execution `id` of `owner` as `GET /executions/{id}` shows it.
+fn execution_view(
+    state: &AppState,
+    owner: [u8; 8],
+    id: &str,
+) -> Result<Json<ExecutionView>, ApiError> {
+    let inspection = state.service.inspect(owner, id)?;
+    Ok(Json(ExecutionView::new(id, &inspection)))
 }
 
 /// `POST /executions/{id}/cancel`: cancels an execution by its id (the
@@ -457,12 +466,12 @@ async fn cancel_execution(
 ) -> Result<Json<ExecutionView>, ApiError> {
     let owner = authorize(&state, &headers)?;
     let log = RequestLog::begin("cancel", owner);
-    let result = match crate::service::parse_execution_id(&id) {
-        Ok(execution) => state.service.cancel_execution(owner, execution).await,
-        Err(error) => Err(error),
-    };
+    let result = async {
+        let execution = crate::service::parse_execution_id(&id)?;
+        state.service.cancel_execution(owner, execution).await
+    }
+    .await;
     log.cancelled(Cancelled::Execution(&id), &result);
     result?;
-    let inspection = state.service.inspect(owner, &id)?;
-    Ok(Json(ExecutionView::new(&id, &inspection)))
+    execution_view(&state, owner, &id)
 }

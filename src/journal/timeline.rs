@@ -50,15 +50,9 @@ pub struct Timeline {
 impl Timeline {
     /// The timeline of a record: its completed rounds, then its pending one.
     pub fn of(record: &ExecutionRecord) -> Self {
-        let answered = record.rounds.iter().map(|r| (&r.calls, Some(&r.results)));
-        let pending = record.pending.iter().map(|p| (&p.calls, None));
         let mut timeline = Timeline::default();
-        for (index, (calls, results)) in answered.chain(pending).enumerate() {
-            let round = u32::try_from(index + 1).unwrap_or(u32::MAX);
-            for (n, call) in calls.iter().enumerate() {
-                let answer = results.and_then(|results| results.get(n));
-                timeline.push(round, call, answer);
-            }
+        for (index, call, answer) in calls_by_round(record) {
+            timeline.push(round_number(index), call, answer);
         }
         timeline
     }
@@ -104,22 +98,41 @@ pub struct HistoryCall {
 
 /// The calls of a record's completed rounds, in order.
 pub fn history(record: &ExecutionRecord) -> Vec<HistoryCall> {
-    let mut calls = Vec::new();
-    for (index, round) in record.rounds.iter().enumerate() {
-        let number = u32::try_from(index + 1).unwrap_or(u32::MAX);
-        let client_ms = record.round_times.client_ms(index);
-        for (call, result) in round.calls.iter().zip(&round.results) {
-            calls.push(HistoryCall {
-                round: number,
+    calls_by_round(record)
+        .filter_map(|(index, call, answer)| {
+            Some(HistoryCall {
+                round: round_number(index),
                 id: call.id.clone(),
                 tool: call.tool.clone(),
                 input: call.input.clone(),
-                is_error: matches!(result, CallResult::Error(_)),
-                client_ms,
-            });
-        }
-    }
-    calls
+                is_error: matches!(answer?, CallResult::Error(_)),
+                client_ms: record.round_times.client_ms(index),
+            })
+        })
+        .collect()
+}
+
+/// Every call of a record in order, with its round's index (from 0) and
+/// its answer (`None` for the pending round's calls).
+fn calls_by_round(
+    record: &ExecutionRecord,
+) -> impl Iterator<Item = (usize, &CallRecord, Option<&CallResult>)> {
+    let answered = record.rounds.iter().map(|r| (&r.calls, Some(&r.results)));
+    let pending = record.pending.iter().map(|p| (&p.calls, None));
+    answered
+        .chain(pending)
+        .enumerate()
+        .flat_map(|(index, (calls, results))| {
+            calls
+                .iter()
+                .enumerate()
+                .map(move |(n, call)| (index, call, results.and_then(|r| r.get(n))))
+        })
+}
+
+/// The round number shown for a round's index: the pause it was made at.
+fn round_number(index: usize) -> u32 {
+    u32::try_from(index + 1).unwrap_or(u32::MAX)
 }
 
 /// `text` cut to [`PREVIEW_BYTES`] on a character boundary, with `…` when cut.

@@ -4,7 +4,7 @@
 //! and the calls it made up to its last pause, for inspection.
 
 use crate::failure::Failure;
-use crate::journal::{ExecutionRecord, Timeline};
+use crate::journal::ExecutionRecord;
 use crate::quota::Item;
 use crate::state::{
     EarlyCancel, EndedOutcome, ExecState, RequestLink, Status, early_cancel_key, outcome_key,
@@ -94,16 +94,9 @@ impl Service {
         state: Option<&[u8]>,
         record: Option<&ExecutionRecord>,
     ) -> Result<(), ServiceError> {
-        let outcome = record.map(|record| EndedOutcome {
-            error: Some(Failure::Cancelled.to_string()),
-            stdout: record.stdout.clone(),
-            stderr: record.stderr.clone(),
-            files: Vec::new(),
-            deleted: Vec::new(),
-            session_id: record.session_id.clone(),
-            timeline: Timeline::of(record),
-            history: None,
-        });
+        let cancelled_error = Some(Failure::Cancelled.to_string());
+        let outcome = record
+            .map(|record| EndedOutcome::of(record, cancelled_error, Vec::new(), Vec::new(), None));
         let outcome_bytes = outcome.as_ref().map(EndedOutcome::encode);
         let (state_key, outcome_key) = (state_key(id), outcome_key(id));
         let mut puts: Vec<(&[u8], &[u8])> = Vec::with_capacity(2);

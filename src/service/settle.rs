@@ -20,7 +20,7 @@ use tracing::Instrument;
 
 use crate::engine::Step;
 use crate::failure::Failure;
-use crate::journal::{ExecutionRecord, NewParts, Timeline, history};
+use crate::journal::{ExecutionRecord, NewParts, history};
 use crate::quota::Item;
 use crate::state::{EndedOutcome, ExecState, Status, outcome_key, state_key};
 use crate::timing::step;
@@ -249,16 +249,8 @@ impl Service {
             expires_at: now_secs() + self.config.ended_ttl_secs,
             answered: state.answered,
         };
-        let outcome = EndedOutcome {
-            error,
-            stdout: record.stdout.clone(),
-            stderr: record.stderr.clone(),
-            files,
-            deleted,
-            session_id: record.session_id.clone(),
-            timeline: Timeline::of(record),
-            history: record.include_history.then(|| history(record)),
-        };
+        let history = record.include_history.then(|| history(record));
+        let outcome = EndedOutcome::of(record, error, files, deleted, history);
         let outcome_bytes = outcome.encode();
         let flush = if outcome.files.is_empty() && outcome.deleted.is_empty() {
             Flush::AfterReply
