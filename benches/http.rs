@@ -17,6 +17,9 @@
 //!   each continue and the bytes the server wrote (`/proc/<pid>/io`) for
 //!   it, at rounds 2, 10 and 20.
 //!
+//! `BATON_BENCH_ONLY=load` runs only the 32-client throughput, for
+//! `BATON_BENCH_LOAD_SECONDS` (default 3), e.g. under a profiler.
+//!
 //! Each figure is the median of three runs' medians. With
 //! `BATON_BENCH_BEFORE=<path of an earlier baton>` it drives that build and
 //! this one alternately in the same session and prints them side by side.
@@ -325,6 +328,14 @@ fn checked_tools(client: &Client, figures: &mut Figures) {
 
 /// Rounds per second with `clients` clients running the 2-call program
 /// back to back for a fixed time.
+/// How long each throughput measure runs (`BATON_BENCH_LOAD_SECONDS`).
+fn throughput_seconds() -> f64 {
+    std::env::var("BATON_BENCH_LOAD_SECONDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(THROUGHPUT_SECONDS)
+}
+
 fn rounds_per_second(base: &str, clients: usize) -> f64 {
     let tools = nine_tools();
     let began = Instant::now();
@@ -334,7 +345,7 @@ fn rounds_per_second(base: &str, clients: usize) -> f64 {
             let tools = tools.clone();
             std::thread::spawn(move || {
                 let mut rounds = 0usize;
-                while began.elapsed().as_secs_f64() < THROUGHPUT_SECONDS {
+                while began.elapsed().as_secs_f64() < throughput_seconds() {
                     client.two_call(&tools, Duration::ZERO);
                     rounds += 3;
                 }
@@ -392,6 +403,10 @@ fn run(binary: &Path) -> Figures {
     let client = Client::new(&server.base);
     client.two_call(&nine_tools(), Duration::ZERO);
     let mut figures = Figures::new();
+    if std::env::var("BATON_BENCH_ONLY").as_deref() == Ok("load") {
+        figures.push(("rounds/s, 32 clients", rounds_per_second(&server.base, 32)));
+        return figures;
+    }
     alone(&client, &mut figures);
     checked_tools(&client, &mut figures);
     for (clients, name) in [

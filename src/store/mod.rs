@@ -16,10 +16,11 @@
 
 mod large_values;
 mod sled_store;
+mod wal;
 
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 pub use sled_store::SledStore;
 
@@ -108,64 +109,117 @@ pub trait Store: Send + Sync {
     fn flush(&self) -> Result<(), StoreError>;
 }
 
+/// How the flush that covered a waiting caller ended.
 type Waiter = oneshot::Sender<Result<(), String>>;
 
+/// Who flushes now, and who waits for the next flush.
+#[derive(Default)]
+struct Commits {
+    /// A caller is flushing.
+    flushing: bool,
+    /// Callers whose writes the running flush may not cover.
+    waiting: Vec<Waiter>,
+}
+
 /// Group commit over a [`Store`] (see the module doc).
+///
+/// The flush runs on the thread of the caller that found no flush running
+/// (the leader), with `block_in_place`, not on a flusher thread: on a
+/// small virtual machine each wake-up of another thread costs tens of
+/// microseconds, several times over per pause. Callers that arrive while
+/// it runs wait; when it ends, a task of its own flushes once for all of
+/// them (and again for those who came meanwhile). No request leads a
+/// flush it could be cancelled in the middle of: the leader's flush has
+/// no await point.
 #[derive(Clone)]
 pub struct Durability {
-    requests: mpsc::UnboundedSender<Waiter>,
+    store: Arc<dyn Store>,
+    commits: Arc<std::sync::Mutex<Commits>>,
 }
 
 impl Durability {
-    /// Starts the flusher task; must be called inside a tokio runtime.
+    /// Group commit over `store`; `soon` needs a tokio runtime.
     pub fn new(store: Arc<dyn Store>) -> Self {
-        let (requests, receiver) = mpsc::unbounded_channel();
-        tokio::spawn(flush_loop(store, receiver));
-        Self { requests }
+        Self {
+            store,
+            commits: Arc::default(),
+        }
     }
 
     /// Asks for a flush of every write made before this call, without
-    /// waiting for it; a failure is logged by the flusher.
+    /// waiting for it; a failure is logged.
     pub fn soon(&self) {
-        let (done, _not_waited_for) = oneshot::channel();
-        if self.requests.send(done).is_err() {
-            tracing::error!("the store's flusher has stopped: a write waits for the next flush");
-        }
+        let durability = self.clone();
+        tokio::spawn(async move {
+            if let Err(error) = durability.durable().await {
+                tracing::error!(%error, "a flush asked for after a reply failed");
+            }
+        });
     }
 
     /// Waits until every write made before this call is on disk.
     pub async fn durable(&self) -> Result<(), StoreError> {
-        let (done, wait) = oneshot::channel();
-        self.requests
-            .send(done)
-            .map_err(|_| StoreError::FlusherStopped)?;
-        match wait.await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(message)) => Err(StoreError::Database(message)),
-            Err(_) => Err(StoreError::FlusherStopped),
+        let wait = {
+            let mut commits = self.lock()?;
+            if commits.flushing {
+                let (turn, wait) = oneshot::channel();
+                commits.waiting.push(turn);
+                Some(wait)
+            } else {
+                commits.flushing = true;
+                None
+            }
+        };
+        match wait {
+            Some(wait) => match wait.await {
+                Ok(flushed) => flushed.map_err(StoreError::Database),
+                Err(_) => Err(StoreError::FlusherStopped),
+            },
+            None => self.lead(),
         }
     }
-}
 
-/// Takes every waiting caller, flushes once for all of them, answers them.
-async fn flush_loop(store: Arc<dyn Store>, mut receiver: mpsc::UnboundedReceiver<Waiter>) {
-    while let Some(first) = receiver.recv().await {
-        let mut waiters = vec![first];
-        while let Ok(next) = receiver.try_recv() {
-            waiters.push(next);
-        }
-        let store = store.clone();
-        let flushed = tokio::task::spawn_blocking(move || store.flush())
-            .await
-            .map_err(|e| e.to_string())
-            .and_then(|r| r.map_err(|e| e.to_string()));
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Commits>, StoreError> {
+        self.commits
+            .lock()
+            .map_err(|_| StoreError::Database("the group commit's lock is poisoned".into()))
+    }
+
+    /// Flushes for this caller and for every caller waiting now, answers
+    /// them, and leaves the callers that came during the flush to a task
+    /// that leads the next flush.
+    fn lead(&self) -> Result<(), StoreError> {
+        let covered = std::mem::take(&mut self.lock()?.waiting);
+        let flushed = self.flush_here().map_err(|e| e.to_string());
         if let Err(error) = &flushed {
             tracing::error!(%error, "store flush failed");
         }
         metrics::counter!("baton_store_flushes_total").increment(1);
-        metrics::histogram!("baton_store_flush_group_size").record(waiters.len() as f64);
-        for waiter in waiters {
+        metrics::histogram!("baton_store_flush_group_size").record((covered.len() + 1) as f64);
+        for waiter in covered {
             let _ = waiter.send(flushed.clone());
+        }
+        let mut commits = self.lock()?;
+        if commits.waiting.is_empty() {
+            commits.flushing = false;
+        } else {
+            let next = self.clone();
+            tokio::spawn(async move { next.lead() });
+        }
+        drop(commits);
+        flushed.map_err(StoreError::Database)
+    }
+
+    /// The store's flush on this thread, telling a multi-threaded runtime
+    /// that the thread blocks.
+    fn flush_here(&self) -> Result<(), StoreError> {
+        let multi_thread = tokio::runtime::Handle::try_current().is_ok_and(|runtime| {
+            runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+        });
+        if multi_thread {
+            tokio::task::block_in_place(|| self.store.flush())
+        } else {
+            self.store.flush()
         }
     }
 }
