@@ -17,6 +17,8 @@
 //!   each continue and the bytes the server wrote (`/proc/<pid>/io`) for
 //!   it, at rounds 2, 10 and 20.
 //!
+//! `BATON_BENCH_POSTGRES=1` adds this build on a PostgreSQL server that
+//! the bench starts (`--store`), beside the embedded store.
 //! `BATON_BENCH_ONLY=load` runs only the 32-client throughput, for
 //! `BATON_BENCH_LOAD_SECONDS` (default 3), e.g. under a profiler.
 //!
@@ -31,6 +33,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+#[path = "../tests/common/postgres.rs"]
+mod postgres_server;
 #[path = "../tests/common/server.rs"]
 mod server;
 
@@ -396,10 +400,15 @@ fn large_rounds(client: &Client, pid: u32, figures: &mut Figures) {
     assert_eq!(reply["stdout"], format!("{}\n", 20 << 20), "{reply}");
 }
 
-/// One run against `binary`: a fresh server and data directory.
-fn run(binary: &Path) -> Figures {
+/// One run against `binary`: a fresh server and data directory (and a
+/// fresh database, with `store`).
+fn run(binary: &Path, store: Option<&str>) -> Figures {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::start_binary(binary, dir.path(), &["--pool-size", "4"]);
+    let mut flags = vec!["--pool-size", "4"];
+    if let Some(url) = store {
+        flags.extend(["--store", url]);
+    }
+    let server = Server::start_binary(binary, dir.path(), &flags);
     let client = Client::new(&server.base);
     client.two_call(&nine_tools(), Duration::ZERO);
     let mut figures = Figures::new();
@@ -425,20 +434,31 @@ fn run(binary: &Path) -> Figures {
 fn main() {
     let this = PathBuf::from(env!("CARGO_BIN_EXE_baton"));
     let before = std::env::var_os("BATON_BENCH_BEFORE").map(PathBuf::from);
-    let mut builds: Vec<(&str, PathBuf)> = Vec::new();
+    // With BATON_BENCH_POSTGRES=1: this build on sled and on a PostgreSQL
+    // server started here (`tests/common/postgres.rs`), side by side.
+    let postgres =
+        std::env::var_os("BATON_BENCH_POSTGRES").map(|_| postgres_server::Postgres::start());
+    let mut builds: Vec<(&str, PathBuf, bool)> = Vec::new();
     if let Some(before) = before {
-        builds.push(("before", before));
+        builds.push(("before", before, false));
     }
-    builds.push(("this build", this));
+    builds.push(("this build", this.clone(), false));
+    if postgres.is_some() {
+        builds.push(("this build on PostgreSQL", this, true));
+    }
     let mut runs: Vec<Vec<Figures>> = vec![Vec::new(); builds.len()];
     for index in 0..RUNS {
-        for (slot, (label, binary)) in builds.iter().enumerate() {
-            let figures = run(binary);
+        for (slot, (label, binary, on_postgres)) in builds.iter().enumerate() {
+            let url = postgres
+                .as_ref()
+                .filter(|_| *on_postgres)
+                .map(|server| server.database(&format!("bench_{index}_{slot}")));
+            let figures = run(binary, url.as_deref());
             eprintln!("run {} of {RUNS}, {label}: {figures:?}", index + 1);
             runs[slot].push(figures);
         }
     }
-    let header: Vec<&str> = builds.iter().map(|(label, _)| *label).collect();
+    let header: Vec<&str> = builds.iter().map(|(label, _, _)| *label).collect();
     println!("| measure | {} |", header.join(" | "));
     println!("|---|{}", "---|".repeat(builds.len()));
     let names: Vec<&'static str> = runs[0][0].iter().map(|(name, _)| *name).collect();

@@ -76,6 +76,25 @@ pub mod defaults {
 
 /// A `--listen` value: a socket address, or `name:port` resolved to its
 /// first address.
+/// A PostgreSQL URL given to `--store`; its debug form hides it (it may
+/// carry a password).
+#[derive(Clone)]
+pub struct StoreUrl(pub String);
+
+impl std::fmt::Debug for StoreUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("postgres://…")
+    }
+}
+
+fn parse_store(text: &str) -> Result<StoreUrl, String> {
+    if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+        Ok(StoreUrl(text.to_owned()))
+    } else {
+        Err("--store takes a PostgreSQL URL (postgres://user:password@host:port/database); leave it out to keep executions in --data-dir".to_owned())
+    }
+}
+
 fn parse_listen(text: &str) -> Result<SocketAddr, String> {
     if let Ok(address) = text.parse() {
         return Ok(address);
@@ -110,6 +129,11 @@ pub struct ServeArgs {
     /// Directory of the store and the generated keys.
     #[arg(long, env = "BATON_DATA_DIR", default_value = "./baton-data")]
     pub data_dir: PathBuf,
+    /// Where executions are kept: a PostgreSQL database
+    /// (`postgres://user:password@host:port/database`); by default the
+    /// embedded database in `<data-dir>/store`.
+    #[arg(long, env = "BATON_STORE", value_parser = parse_store)]
+    pub store: Option<StoreUrl>,
     /// API keys accepted (comma-separated). When none is given, one is
     /// generated on first start and kept in `<data-dir>/api_key`.
     #[arg(long = "api-key", env = "BATON_API_KEYS", value_delimiter = ',')]

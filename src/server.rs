@@ -17,7 +17,7 @@ use crate::api::{AppState, router};
 use crate::config::{LogFormat, ServeArgs, load_secrets};
 use crate::engine::{Engine, EngineConfig};
 use crate::service::{Service, ServiceConfig};
-use crate::store::{SledStore, Store};
+use crate::store::{PostgresStore, SledStore, Store};
 use crate::token::{SigningKey, SigningKeys};
 
 /// Libraries whose own logs stay at `warn` unless the filter names them:
@@ -122,8 +122,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     let listener = listen(args.listen).await?;
     let secrets = load_secrets(&args).map_err(|e| e.to_string())?;
     let keys = signing_keys(secrets.signing_keys)?;
-    let store: Arc<dyn Store> =
-        Arc::new(SledStore::open(&args.data_dir.join("store")).map_err(|e| e.to_string())?);
+    let store: Arc<dyn Store> = match &args.store {
+        Some(url) => Arc::new(PostgresStore::open(&url.0).map_err(|e| e.to_string())?),
+        None => Arc::new(SledStore::open(&args.data_dir.join("store")).map_err(|e| e.to_string())?),
+    };
     let engine = Engine::new(engine_config(&args)?).map_err(|e| e.to_string())?;
     let service = Service::new(
         engine,
@@ -162,7 +164,12 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     spawn_sweeper(state.clone(), Duration::from_secs(args.sweep_secs.max(1)));
     let address = listener.local_addr().map_err(|e| e.to_string())?;
     println!("baton: listening on http://{address}");
-    tracing::info!(%address, data_dir = %args.data_dir.display(), "serving");
+    let store_kind = if args.store.is_some() {
+        "postgres"
+    } else {
+        "embedded"
+    };
+    tracing::info!(%address, data_dir = %args.data_dir.display(), store = store_kind, "serving");
     axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown_signal())
         .await

@@ -8,7 +8,8 @@ use std::time::Duration;
 use base64::Engine as _;
 use baton::token::{SigningKey, SigningKeys, key_identity};
 use common::server::{
-    KEY, OTHER_KEY, SIGNING, Server, answers, continue_, run_program, weather_tools,
+    KEY, OTHER_KEY, SIGNING, Server, answers, continue_, continue_across_restarts, run_program,
+    weather_tools,
 };
 use serde_json::{Value, json};
 
@@ -433,15 +434,8 @@ fn sigkill_between_rounds_loses_nothing() {
     let (_dir, mut server) = server(&[]);
     let (uninterrupted, _) = run_program(&server, THREE_ROUNDS);
     assert_eq!(uninterrupted["status"], "completed");
-    let mut reply = start(&server, THREE_ROUNDS);
-    let mut rounds = 0;
-    while reply["status"] == "tool_call_required" {
-        server.restart();
-        let (status, next) = continue_(&server, &reply, answers(&reply));
-        assert_eq!(status, 200, "{next}");
-        reply = next;
-        rounds += 1;
-    }
+    let paused = start(&server, THREE_ROUNDS);
+    let (reply, rounds) = continue_across_restarts(&mut server, paused);
     assert_eq!(rounds, 3);
     assert_eq!(reply["status"], "completed", "{reply}");
     let lines = |v: &Value| -> Vec<String> {

@@ -15,6 +15,7 @@
 //! waiting for it (writes whose loss in a crash the protocol tolerates).
 
 mod large_values;
+mod postgres_store;
 mod sled_store;
 mod wal;
 
@@ -22,6 +23,7 @@ use std::sync::Arc;
 
 use tokio::sync::oneshot;
 
+pub use postgres_store::PostgresStore;
 pub use sled_store::SledStore;
 
 /// A failure of the database itself.
@@ -38,6 +40,11 @@ pub enum StoreError {
         "the database in {0} is locked by another process: another baton may be running with the same --data-dir (BATON_DATA_DIR); stop it, or give this one another --data-dir"
     )]
     Locked(String),
+    /// Another server holds the PostgreSQL database.
+    #[error(
+        "another baton server uses this database (--store, BATON_STORE): one server per PostgreSQL database; stop it, or give this one another database"
+    )]
+    DatabaseTaken,
 }
 
 /// A compare-and-swap that found another value.

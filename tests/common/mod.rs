@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod postgres;
 pub(crate) mod server;
 
 use std::io::Write;

@@ -405,6 +405,22 @@ pub(crate) fn continue_until_done(
     (reply, rounds)
 }
 
+/// Loops while `reply` is paused, killing the server with `SIGKILL` and
+/// starting it again before each continuation (answered with
+/// [`answers`]). Returns the final reply and the number of rounds.
+pub(crate) fn continue_across_restarts(server: &mut Server, reply: Value) -> (Value, usize) {
+    let mut reply = reply;
+    let mut rounds = 0;
+    while reply["status"] == "tool_call_required" {
+        server.restart();
+        let (status, next) = continue_(server, &reply, answers(&reply));
+        assert_eq!(status, 200, "{next}");
+        reply = next;
+        rounds += 1;
+    }
+    (reply, rounds)
+}
+
 /// Starts `code` and loops until the end, answering with [`answer`].
 /// Returns the final response and the number of rounds.
 pub(crate) fn run_program(server: &Server, code: &str) -> (Value, usize) {

@@ -1,0 +1,295 @@
+//! baton on PostgreSQL (`--store postgres://…`), against a real PostgreSQL
+//! server started for this suite (`common/postgres.rs`), a fresh database
+//! per test.
+//!
+//! - The store's contract is one test body run on the embedded store and on
+//!   PostgreSQL: both must give the same answers (the class, not the
+//!   example: compare-and-swap in every combination, guarded batches,
+//!   scans across pages, prefixes ending in 0xff, heads, large values).
+//! - Over HTTP, a server on PostgreSQL killed with `SIGKILL` after every
+//!   pause resumes each execution cold from the database, and prints what
+//!   CPython prints with the same tool answers.
+//! - A second server on the same database, and a schema newer than the
+//!   build, are refused with a sentence.
+
+mod common;
+
+use std::sync::OnceLock;
+
+use baton::store::{CasConflict, PostgresStore, SledStore, Store};
+use common::postgres::Postgres;
+use common::server::{Server, answers, continue_, continue_across_restarts, weather_tools};
+use serde_json::json;
+
+fn postgres() -> &'static Postgres {
+    static SERVER: OnceLock<Postgres> = OnceLock::new();
+    SERVER.get_or_init(Postgres::start)
+}
+
+/// The store contract, asserted on `store` (empty).
+fn exercise(store: &dyn Store) {
+    let conflict = |current: Option<&[u8]>| {
+        Err(CasConflict {
+            current: current.map(<[u8]>::to_vec),
+        })
+    };
+    // Point reads and writes.
+    assert_eq!(store.get(b"s/1").unwrap(), None);
+    store.put(b"s/1", b"paused").unwrap();
+    store.put(b"s/1", b"paused again").unwrap();
+    assert_eq!(store.get(b"s/1").unwrap(), Some(b"paused again".to_vec()));
+    store.delete(b"s/1").unwrap();
+    store.delete(b"s/1").unwrap();
+    assert_eq!(store.get(b"s/1").unwrap(), None);
+    // Compare-and-swap, each combination, won and lost.
+    let cas = |expected: Option<&[u8]>, new: Option<&[u8]>| {
+        store.compare_and_swap(b"c/1", expected, new).unwrap()
+    };
+    assert_eq!(cas(None, None), Ok(()), "absent as expected");
+    assert_eq!(cas(Some(b"x"), Some(b"y")), conflict(None));
+    assert_eq!(cas(None, Some(b"a")), Ok(()));
+    assert_eq!(cas(None, Some(b"b")), conflict(Some(b"a")));
+    assert_eq!(cas(None, None), conflict(Some(b"a")));
+    assert_eq!(cas(Some(b"a"), Some(b"b")), Ok(()));
+    assert_eq!(cas(Some(b"a"), Some(b"c")), conflict(Some(b"b")));
+    assert_eq!(cas(Some(b"z"), None), conflict(Some(b"b")));
+    assert_eq!(cas(Some(b"b"), None), Ok(()));
+    assert_eq!(store.get(b"c/1").unwrap(), None);
+    // Batches, guarded and not.
+    let big = vec![7u8; 1 << 20];
+    store
+        .apply_batch(&[(b"r/1", &big), (b"g/1", b"running")], &[b"nothing"])
+        .unwrap();
+    assert_eq!(store.get(b"r/1").unwrap(), Some(big.clone()));
+    let refused = store
+        .apply_batch_if((b"g/1", b"paused"), &[(b"r/2", b"2")], &[b"r/1"])
+        .unwrap();
+    assert_eq!(refused, conflict(Some(b"running")));
+    assert_eq!(store.get(b"r/2").unwrap(), None, "nothing written");
+    assert_eq!(
+        store.get(b"r/1").unwrap(),
+        Some(big.clone()),
+        "nothing deleted"
+    );
+    let absent_guard = store
+        .apply_batch_if((b"g/none", b"x"), &[(b"r/2", b"2")], &[])
+        .unwrap();
+    assert_eq!(absent_guard, conflict(None));
+    let applied = store
+        .apply_batch_if(
+            (b"g/1", b"running"),
+            &[(b"r/2", b"2"), (b"g/1", b"paused")],
+            &[b"r/1"],
+        )
+        .unwrap();
+    assert_eq!(applied, Ok(()));
+    assert_eq!(store.get(b"r/1").unwrap(), None);
+    assert_eq!(store.get(b"g/1").unwrap(), Some(b"paused".to_vec()));
+    // Scans: more keys than a page, prefixes that are prefixes of others,
+    // keys with 0xff bytes, in byte order.
+    let mut keys: Vec<Vec<u8>> = (0..700u32)
+        .map(|i| format!("x/{i:04}").into_bytes())
+        .collect();
+    keys.push(b"x/\xff".to_vec());
+    keys.push(b"x/\xff\xff\x00".to_vec());
+    keys.push(b"x\xff".to_vec());
+    keys.push(b"y/0".to_vec());
+    for key in &keys {
+        let value = vec![b'v'; key.len() * 3];
+        store.put(key, &value).unwrap();
+    }
+    let scanned: Vec<Vec<u8>> = store.scan_prefix(b"x/").map(|p| p.unwrap().0).collect();
+    let mut expected: Vec<Vec<u8>> = keys
+        .iter()
+        .filter(|k| k.starts_with(b"x/"))
+        .cloned()
+        .collect();
+    expected.sort();
+    assert_eq!(scanned, expected);
+    let ff: Vec<Vec<u8>> = store.scan_prefix(b"x/\xff").map(|p| p.unwrap().0).collect();
+    assert_eq!(ff, vec![b"x/\xff".to_vec(), b"x/\xff\xff\x00".to_vec()]);
+    let heads: Vec<_> = store
+        .scan_heads(b"x/00", 4)
+        .map(|h| h.unwrap())
+        .map(|h| (h.key, h.head, h.len))
+        .collect();
+    assert_eq!(heads.len(), 100);
+    assert_eq!(heads[0], (b"x/0000".to_vec(), b"vvvv".to_vec(), 18));
+    let sizes: Vec<u64> = store.scan_heads(b"r/", 0).map(|h| h.unwrap().len).collect();
+    assert_eq!(sizes, vec![1]);
+    store.put(b"r/big", &big).unwrap();
+    let head = store.scan_heads(b"r/big", 3).next().unwrap().unwrap();
+    assert_eq!((head.head, head.len), (b"\x07\x07\x07".to_vec(), 1 << 20));
+    store.flush().unwrap();
+}
+
+#[test]
+fn the_store_contract_holds_on_postgres_as_on_sled() {
+    let dir = tempfile::tempdir().unwrap();
+    exercise(&SledStore::open(dir.path()).unwrap());
+    let url = postgres().database("contract");
+    exercise(&PostgresStore::open(&url).unwrap());
+}
+
+/// `code` run under CPython 3.11 with `get_weather(city)` answering
+/// `{"city": city, "temp": 10 + len(city)}`, as `answers` does.
+fn cpython_stdout(code: &str) -> String {
+    let harness = format!(
+        "import ast, asyncio\n\
+         async def get_weather(city, unit=None):\n    return {{'city': city, 'temp': 10 + len(city)}}\n\
+         code = compile({code:?}, '<code>', 'exec', flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)\n\
+         result = eval(code, {{'get_weather': get_weather, 'asyncio': asyncio}})\n\
+         if result is not None:\n    asyncio.run(result)\n"
+    );
+    let output = std::process::Command::new("python3")
+        .args(["-c", &harness])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+const PROGRAMS: &[&str] = &[
+    "total = 0\nfor city in ['a', 'bb', 'ccc', 'dddd']:\n    w = await get_weather(city=city)\n    total += w['temp']\n    print(city, w['temp'], total)\nprint('total', total)\n",
+    "a, b = await asyncio.gather(get_weather(city='Oslo'), get_weather(city='Rome'))\nc = await get_weather(city=a['city'] + b['city'])\nprint(sorted([a['temp'], b['temp'], c['temp']]))\n",
+    "seen = {}\nasync def look(city):\n    w = await get_weather(city=city)\n    seen[city] = w['temp']\n    return w\nfor c in ['x', 'yy']:\n    await look(c)\nprint(seen, sum(seen.values()))\n",
+];
+
+#[test]
+fn a_server_on_postgres_killed_after_every_pause_resumes_cold_and_agrees_with_cpython() {
+    let url = postgres().database("cold");
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), &["--store", &url]);
+    for code in PROGRAMS {
+        let (status, paused) = server.post(
+            "/exec/programmatic",
+            &json!({"code": code, "tools": weather_tools()}),
+        );
+        assert_eq!(status, 200, "{paused}");
+        let (reply, rounds) = continue_across_restarts(&mut server, paused);
+        assert_eq!(reply["status"], "completed", "{reply}");
+        assert!(rounds >= 2, "{code}");
+        assert_eq!(reply["stdout"], cpython_stdout(code), "{code}");
+    }
+    // Nothing was kept in the data directory: the database has it all.
+    assert!(!dir.path().join("store").exists());
+}
+
+#[test]
+fn a_continuation_sent_twice_at_once_runs_once_on_postgres() {
+    let url = postgres().database("race");
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--store", &url]);
+    for _ in 0..5 {
+        let (_, first) = server.post(
+            "/exec/programmatic",
+            &json!({"code": PROGRAMS[0], "tools": weather_tools()}),
+        );
+        let replies: Vec<(u16, serde_json::Value)> = std::thread::scope(|scope| {
+            let racers: Vec<_> = (0..2)
+                .map(|_| scope.spawn(|| continue_(&server, &first, answers(&first))))
+                .collect();
+            racers.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        // One ran the round; the other waited for its answer (a retry gets
+        // the same pause) or was refused while it ran: never two runs.
+        let won: Vec<&serde_json::Value> = replies
+            .iter()
+            .filter(|(status, _)| *status == 200)
+            .map(|(_, reply)| reply)
+            .collect();
+        assert!(!won.is_empty(), "{replies:?}");
+        assert!(
+            replies.iter().all(|(s, _)| *s == 200 || *s == 409),
+            "{replies:?}"
+        );
+        for reply in &won {
+            assert_eq!(reply["tool_calls"], won[0]["tool_calls"], "{replies:?}");
+            assert!(reply["continuation_token"].is_string());
+        }
+        // The execution goes on from that one pause.
+        let (status, next) = continue_(&server, won[0], answers(won[0]));
+        assert_eq!(status, 200, "{next}");
+        assert_eq!(next["tool_calls"][0]["input"]["city"], "ccc", "{next}");
+    }
+}
+
+fn serve_refused(url: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            url,
+            "--data-dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!output.status.success(), "it started");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn a_second_server_and_a_newer_schema_are_refused() {
+    let url = postgres().database("refusals");
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--store", &url]);
+    let (status, paused) = server.post(
+        "/exec/programmatic",
+        &json!({"code": PROGRAMS[0], "tools": weather_tools()}),
+    );
+    assert_eq!(status, 200, "{paused}");
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut count = || -> i64 {
+        client
+            .query_one("SELECT count(*) FROM baton_kv", &[])
+            .unwrap()
+            .get(0)
+    };
+    let before = count();
+    assert!(before > 0, "the pause is in the database");
+    let second = serve_refused(&url);
+    assert!(
+        second.contains("another baton server uses this database"),
+        "{second}"
+    );
+    drop(server);
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    admin
+        .batch_execute("UPDATE baton_schema SET version = 99")
+        .unwrap();
+    let newer = serve_refused(&url);
+    assert!(
+        newer.contains("schema is version 99, newer than this build knows"),
+        "{newer}"
+    );
+    assert_eq!(count(), before, "the refused servers changed nothing");
+}
+
+#[test]
+fn bad_store_urls_are_refused_with_a_sentence() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["serve", "--store", "mysql://x", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("--store takes a PostgreSQL URL"),
+        "{stderr}"
+    );
+    let unreachable = serve_refused("postgres://baton@127.0.0.1:1/none");
+    assert!(
+        unreachable.contains("cannot connect to the PostgreSQL database"),
+        "{unreachable}"
+    );
+}
