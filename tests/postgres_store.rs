@@ -184,7 +184,7 @@ fn a_continuation_sent_twice_at_once_runs_once_on_postgres() {
     let url = postgres().database("race");
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path(), &["--store", &url]);
-    for _ in 0..5 {
+    for _ in 0..20 {
         let (_, first) = server.post(
             "/exec/programmatic",
             &json!({"code": PROGRAMS[0], "tools": weather_tools()}),
@@ -216,6 +216,22 @@ fn a_continuation_sent_twice_at_once_runs_once_on_postgres() {
         assert_eq!(status, 200, "{next}");
         assert_eq!(next["tool_calls"][0]["input"]["city"], "ccc", "{next}");
     }
+}
+
+#[test]
+fn health_reports_the_database() {
+    let own = Postgres::start();
+    let url = own.database("health");
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--store", &url]);
+    let (status, health) = server.get("/health", None);
+    assert_eq!((status, &health["store"]), (200, &json!("ok")), "{health}");
+    drop(own);
+    let (status, health) = server.get("/health", None);
+    assert_eq!(status, 503, "{health}");
+    assert_eq!(health["status"], "degraded");
+    let store = health["store"].as_str().unwrap_or_default();
+    assert!(store.contains("postgres"), "{health}");
 }
 
 fn serve_refused(url: &str) -> String {

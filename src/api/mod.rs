@@ -171,19 +171,26 @@ fn timed_out(rejection: &BytesRejection) -> bool {
 
 /// `GET /health`: whether executions can be served now, with the pool's
 /// counts. 503 while the sandbox is not ready (at start, and after its
-/// zygote died until the new one has a ready child).
+/// zygote died until the new one has a ready child), or while the database
+/// does not answer.
 #[utoipa::path(get, path = "/health", tag = "service", security(()),
     responses((status = 200, description = "Executions can be served", body = HealthView),
         (status = 503, description = "The sandbox is not ready yet, or is recovering", body = HealthView)))]
 async fn health(State(state): State<Arc<AppState>>) -> Response {
     let engine = state.service.engine();
-    let ready = engine.sandbox_ready();
-    if !ready {
+    let sandbox_ready = engine.sandbox_ready();
+    if !sandbox_ready {
         engine.refill();
     }
+    let store = match state.service.store_check() {
+        Ok(()) => "ok".to_owned(),
+        Err(error) => error.to_string(),
+    };
+    let ready = sandbox_ready && store == "ok";
     let view = HealthView {
         status: if ready { "ok" } else { "degraded" },
-        sandbox: if ready {
+        store,
+        sandbox: if sandbox_ready {
             "ready"
         } else {
             "starting: no child of the current zygote is ready yet"

@@ -382,11 +382,14 @@ impl ErrorView {
 /// `GET /health`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct HealthView {
-    /// `ok`, or `degraded` (HTTP 503) while the sandbox is not ready.
+    /// `ok`, or `degraded` (HTTP 503) while the sandbox is not ready or
+    /// the database does not answer.
     #[schema(pattern = "^(ok|degraded)$")]
     pub status: &'static str,
     /// The sandbox's state, in words.
     pub sandbox: &'static str,
+    /// The database: `ok`, or why it does not answer.
+    pub store: String,
     /// How many times the sandbox zygote died and was replaced.
     pub zygote_restarts: u64,
     /// Children parked at a pause.

@@ -6,7 +6,11 @@
 //!   `Paused(round)` to `Running(round)`, after the results were validated;
 //!   a bad request leaves it paused.
 //! - A retry (same token, same results: the digest stored with the claim)
-//!   gets the answer that continuation led to; other results, 409.
+//!   gets the answer that continuation led to; other results, 409. That
+//!   holds also for a request that read the state before another claimed
+//!   the round and the record after that one's step was stored: a record
+//!   past the token's round sends it to the retry's answer, never on to
+//!   a check of its results against the next round's calls.
 
 use std::time::Duration;
 
@@ -79,8 +83,17 @@ impl Service {
                 .await;
         }
         self.admit(owner, incoming)?;
-        let mut record =
-            step!("load_record").in_scope(|| self.record_for_round(&id, claims.round))?;
+        let loaded = step!("load_record").in_scope(|| self.record_for_round(&id, claims.round));
+        let mut record = match loaded {
+            Ok(record) => record,
+            // Another request continued the round since the state was read.
+            Err(ServiceError::AlreadyUsed) => {
+                return self
+                    .answer_retry(&id, owner, claims.round, digest, ServiceError::AlreadyUsed)
+                    .await;
+            }
+            Err(error) => return Err(error),
+        };
         if request_id.cancelled_early {
             return self.cancel_now(record, state).await;
         }

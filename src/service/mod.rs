@@ -35,7 +35,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::engine::Engine;
 use crate::quota::KeyUsage;
 use crate::state::{EndedOutcome, ExecState, Status, outcome_key, state_key};
-use crate::store::{Durability, Store};
+use crate::store::{Durability, Store, StoreError};
 use crate::token::SigningKeys;
 use crate::workspace::Files;
 
@@ -136,6 +136,11 @@ impl Service {
     /// The bytes `owner` stores (its executions and session files).
     pub fn stored_bytes(&self, owner: [u8; 8]) -> u64 {
         self.usage.stored(owner)
+    }
+
+    /// Whether the database answers (for `/health`).
+    pub fn store_check(&self) -> Result<(), StoreError> {
+        self.store.check()
     }
 
     /// The engine (for metrics).

@@ -96,9 +96,29 @@ impl RecordCache {
     }
 }
 
+/// How many times [`Service::load_record`] reads a record that does not
+/// hold together before calling it corrupt.
+const RECORD_READS: u32 = 4;
+
 impl Service {
-    /// Reads an execution's record from the store.
+    /// Reads an execution's record from the store. Its parts are read one
+    /// after the other, so a read that crossed the commit of a step (the
+    /// progress before it, the rounds after) is read again; a record still
+    /// inconsistent after [`RECORD_READS`] reads is corrupt.
     pub(super) fn load_record(&self, id: &[u8; 16]) -> Result<ExecutionRecord, ServiceError> {
+        let mut reads = 1;
+        loop {
+            match self.read_record_parts(id) {
+                Err(ServiceError::Corrupt(_)) if reads < RECORD_READS => {
+                    reads += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                read => return read,
+            }
+        }
+    }
+
+    fn read_record_parts(&self, id: &[u8; 16]) -> Result<ExecutionRecord, ServiceError> {
         let start = self
             .store
             .get(&record_key(id))
@@ -124,16 +144,23 @@ impl Service {
     }
 
     /// The record of a continuation of `round`: the cached one, or the
-    /// stored one.
+    /// stored one. A stored record already past `round` (another request
+    /// continued the round since this one read the state) is
+    /// [`ServiceError::AlreadyUsed`]: this request is a retry or too late,
+    /// never a continuation of the next round with the last one's results.
     pub(super) fn record_for_round(
         &self,
         id: &[u8; 16],
         round: u32,
     ) -> Result<ExecutionRecord, ServiceError> {
-        match self.records.take(id, round) {
-            Some(record) => Ok(record),
-            None => self.load_record(id),
+        let record = match self.records.take(id, round) {
+            Some(record) => record,
+            None => self.load_record(id)?,
+        };
+        if record.round_count() != round as usize {
+            return Err(ServiceError::AlreadyUsed);
         }
+        Ok(record)
     }
 
     /// Forgets an execution's record (an end, a cancel, a sweep): drops it

@@ -114,6 +114,11 @@ pub trait Store: Send + Sync {
     ) -> CasResult;
     /// Makes every write so far durable.
     fn flush(&self) -> Result<(), StoreError>;
+    /// Whether the database answers (for `/health`); a store in this
+    /// process always does.
+    fn check(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 /// How the flush that covered a waiting caller ended.

@@ -67,10 +67,18 @@ fn blocking<T>(work: impl FnOnce() -> T) -> T {
     }
 }
 
+/// How long a connection attempt may take (unless the URL says).
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 fn connect(url: &str) -> Result<Client, StoreError> {
-    let mut client = Client::connect(url, NoTls).map_err(|e| {
+    let refused = |e: postgres::Error| {
         StoreError::Database(format!("cannot connect to the PostgreSQL database: {e}"))
-    })?;
+    };
+    let mut config: postgres::Config = url.parse().map_err(refused)?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    let mut client = config.connect(NoTls).map_err(refused)?;
     client
         .batch_execute("SET synchronous_commit = on")
         .map_err(database)?;
@@ -392,6 +400,10 @@ impl Store for PostgresStore {
     fn flush(&self) -> Result<(), StoreError> {
         // Every write committed (synchronously) before it returned.
         Ok(())
+    }
+
+    fn check(&self) -> Result<(), StoreError> {
+        self.with_client(|client| client.simple_query("SELECT 1").map(drop))
     }
 }
 

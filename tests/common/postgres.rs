@@ -78,6 +78,7 @@ impl Postgres {
                 "--auth=trust",
                 "--username=baton",
                 "--encoding=UTF8",
+                "--locale=C",
                 "--no-sync",
                 "-D",
             ])
