@@ -5,7 +5,8 @@
 //! (a pause writes its record and state together), prefix scans that read
 //! one pair at a time (recovery and sweeping never hold a whole table), scans
 //! of value heads and sizes (listings and accounting never read file
-//! contents) and a flush. [`SledStore`] is the embedded default.
+//! contents) and a flush. [`SledStore`] is the embedded default;
+//! [`PostgresStore`] keeps the same contract in PostgreSQL (`--store`).
 //!
 //! [`Durability`] turns flushes into a group commit: every caller of
 //! [`Durability::durable`] waits until a flush that *started after its call*
@@ -32,7 +33,8 @@ pub enum StoreError {
     /// The database reported an error.
     #[error("database error: {0}")]
     Database(String),
-    /// The group-commit task is gone (the server is shutting down).
+    /// The flush a caller waited for never answered (the task that led it
+    /// ended without answering: the server is shutting down).
     #[error("the flusher has stopped")]
     FlusherStopped,
     /// Another process holds the database's lock.
@@ -202,7 +204,7 @@ impl Durability {
     /// that leads the next flush.
     fn lead(&self) -> Result<(), StoreError> {
         let covered = std::mem::take(&mut self.lock()?.waiting);
-        let flushed = self.flush_here().map_err(|e| e.to_string());
+        let flushed = blocking(|| self.store.flush()).map_err(|e| e.to_string());
         if let Err(error) = &flushed {
             tracing::error!(%error, "store flush failed");
         }
@@ -221,18 +223,20 @@ impl Durability {
         drop(commits);
         flushed.map_err(StoreError::Database)
     }
+}
 
-    /// The store's flush on this thread, telling a multi-threaded runtime
-    /// that the thread blocks.
-    fn flush_here(&self) -> Result<(), StoreError> {
-        let multi_thread = tokio::runtime::Handle::try_current().is_ok_and(|runtime| {
-            runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
-        });
-        if multi_thread {
-            tokio::task::block_in_place(|| self.store.flush())
-        } else {
-            self.store.flush()
-        }
+/// Runs blocking store work on this thread, telling a multi-threaded
+/// runtime that the thread blocks (`block_in_place`); elsewhere (no
+/// runtime, a blocking-pool thread, a current-thread runtime) runs it as
+/// it is.
+pub(crate) fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    let multi_thread = tokio::runtime::Handle::try_current().is_ok_and(|runtime| {
+        runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+    });
+    if multi_thread {
+        tokio::task::block_in_place(work)
+    } else {
+        work()
     }
 }
 

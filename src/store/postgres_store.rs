@@ -26,7 +26,7 @@ use std::sync::Mutex;
 
 use postgres::{Client, NoTls};
 
-use super::{CasConflict, CasResult, Head, HeadScan, Pair, Scan, Store, StoreError};
+use super::{CasConflict, CasResult, Head, HeadScan, Pair, Scan, Store, StoreError, blocking};
 
 /// The schema, one statement list per version; applied in order at open.
 const MIGRATIONS: &[&str] = &[
@@ -53,18 +53,6 @@ pub struct PostgresStore {
 
 fn database(error: postgres::Error) -> StoreError {
     StoreError::Database(format!("postgres: {error}"))
-}
-
-/// Runs blocking database work, telling a multi-threaded runtime so.
-fn blocking<T>(work: impl FnOnce() -> T) -> T {
-    let multi_thread = tokio::runtime::Handle::try_current().is_ok_and(|runtime| {
-        runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
-    });
-    if multi_thread {
-        tokio::task::block_in_place(work)
-    } else {
-        work()
-    }
 }
 
 /// How long a connection attempt may take (unless the URL says).

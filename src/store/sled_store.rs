@@ -3,9 +3,10 @@
 //! write-ahead log (`wal`) that makes writes durable.
 //!
 //! Invariants:
-//! - Batches and compare-and-swaps are atomic (sled guarantees it; every
-//!   change is a sled transaction, so that the values it replaces are known
-//!   and their files reclaimed, and so that it carries its log number).
+//! - Batches and compare-and-swaps are atomic (sled guarantees it; a batch
+//!   is a sled transaction so that the values it replaces are known and
+//!   their files reclaimed). Each change's log number is stored in the tree
+//!   right after the change (see `SledStore::logged`).
 //! - Every change to the tree is appended to the log under the log's order
 //!   lock, in the order it was applied. Durability comes only from
 //!   [`Store::flush`], which the service calls through group commit before
@@ -27,7 +28,7 @@ use std::sync::Arc;
 use sled::transaction::{ConflictableTransactionResult, TransactionError, TransactionalTree};
 
 use super::large_values::{LargeValues, Pointer, is_large};
-use super::wal::{CHECKPOINT_BYTES, Change, ReadChange, SEQUENCE_KEY, Wal};
+use super::wal::{CHECKPOINT_BYTES, Change, ReadChange, SEQUENCE_KEY, Wal, poisoned};
 use super::{CasConflict, CasResult, Head, HeadScan, Scan, Store, StoreError};
 
 /// A sled database.
@@ -87,10 +88,7 @@ impl SledStore {
         changes: &[Change<'_>],
         change: impl FnOnce() -> Result<Result<T, CasConflict>, StoreError>,
     ) -> Result<Result<T, CasConflict>, StoreError> {
-        let mut pending =
-            self.wal.order.lock().map_err(|_| {
-                StoreError::Database("the write-ahead log's lock is poisoned".into())
-            })?;
+        let mut pending = self.wal.order.lock().map_err(|_| poisoned())?;
         let outcome = change()?;
         if outcome.is_ok() {
             let number = pending.next_number().to_le_bytes();
@@ -213,13 +211,12 @@ impl SledStore {
                         });
                     }
                 }
-                let mut replaced = Vec::new();
-                for (key, pointer, value) in &stored {
-                    let form = pointer.as_ref().map_or(*value, |p| &p[..]);
-                    replaced.push(tx.insert(*key, form)?);
-                }
-                for key in deletes {
-                    replaced.push(tx.remove(*key)?);
+                let mut replaced = Vec::with_capacity(changes.len());
+                for change in &changes {
+                    replaced.push(match change {
+                        Change::Put(key, form) => tx.insert(*key, *form)?,
+                        Change::Delete(key) => tx.remove(*key)?,
+                    });
                 }
                 Ok(replaced)
             })

@@ -135,7 +135,7 @@ fn io_error(what: &str, path: &Path, error: std::io::Error) -> StoreError {
     StoreError::Database(format!("{what} {}: {error}", path.display()))
 }
 
-fn poisoned() -> StoreError {
+pub(super) fn poisoned() -> StoreError {
     StoreError::Database("the write-ahead log's lock is poisoned".into())
 }
 
