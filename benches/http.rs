@@ -17,8 +17,13 @@
 //!   each continue and the bytes the server wrote (`/proc/<pid>/io`) for
 //!   it, at rounds 2, 10 and 20.
 //!
-//! `BATON_BENCH_POSTGRES=1` adds this build on a PostgreSQL server that
-//! the bench starts (`--store`), beside the embedded store.
+//! `BATON_BENCH_POSTGRES=1` adds this build (and the earlier one, with
+//! `BATON_BENCH_BEFORE`) on a PostgreSQL server that the bench starts
+//! (`--store`), beside the embedded store, and a cluster of three nodes on
+//! one database (`--advertise`), each request sent to the next node as a
+//! load balancer without affinity would: two continuations in three are
+//! forwarded to the node that holds the child. The cluster runs the
+//! alone figures and the throughput, not the typed-tool and 1 MB rows.
 //! `BATON_BENCH_ONLY=load` runs only the 32-client throughput, for
 //! `BATON_BENCH_LOAD_SECONDS` (default 3), e.g. under a profiler.
 //!
@@ -112,28 +117,40 @@ fn thirty_tools(typed: bool) -> Value {
     Value::Array(tools)
 }
 
-/// One keep-alive client.
+/// One keep-alive client; with several bases (the nodes of a cluster),
+/// each request goes to the next, as through a load balancer without
+/// affinity.
 struct Client {
     agent: ureq::Agent,
-    base: String,
+    bases: Vec<String>,
+    next: std::cell::Cell<usize>,
 }
 
 impl Client {
-    fn new(base: &str) -> Client {
+    fn new(bases: &[String]) -> Client {
         Client {
             agent: ureq::AgentBuilder::new()
                 .timeout(Duration::from_secs(120))
                 .build(),
-            base: base.to_owned(),
+            bases: bases.to_vec(),
+            next: std::cell::Cell::new(0),
         }
+    }
+
+    /// The base of the next request.
+    fn base(&self) -> &str {
+        let next = self.next.get();
+        self.next.set(next + 1);
+        &self.bases[next % self.bases.len()]
     }
 
     fn post(&self, path: &str, body: &Value) -> (Value, Duration) {
         let text = body.to_string();
+        let url = format!("{}{path}", self.base());
         let began = Instant::now();
         let reply: Value = self
             .agent
-            .post(&format!("{}{path}", self.base))
+            .post(&url)
             .set("x-api-key", KEY)
             .set("content-type", "application/json")
             .send_string(&text)
@@ -340,12 +357,14 @@ fn throughput_seconds() -> f64 {
         .unwrap_or(THROUGHPUT_SECONDS)
 }
 
-fn rounds_per_second(base: &str, clients: usize) -> f64 {
+fn rounds_per_second(bases: &[String], clients: usize) -> f64 {
     let tools = nine_tools();
     let began = Instant::now();
     let handles: Vec<_> = (0..clients)
-        .map(|_| {
-            let client = Client::new(base);
+        .map(|index| {
+            let client = Client::new(bases);
+            // Clients start at different nodes.
+            client.next.set(index);
             let tools = tools.clone();
             std::thread::spawn(move || {
                 let mut rounds = 0usize;
@@ -400,34 +419,71 @@ fn large_rounds(client: &Client, pid: u32, figures: &mut Figures) {
     assert_eq!(reply["stdout"], format!("{}\n", 20 << 20), "{reply}");
 }
 
-/// One run against `binary`: a fresh server and data directory (and a
-/// fresh database, with `store`).
-fn run(binary: &Path, store: Option<&str>) -> Figures {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let mut flags = vec!["--pool-size", "4"];
-    if let Some(url) = store {
-        flags.extend(["--store", url]);
-    }
-    let server = Server::start_binary(binary, dir.path(), &flags);
-    let client = Client::new(&server.base);
+/// Where a run keeps its executions.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Store {
+    /// The embedded store in a fresh data directory.
+    Embedded,
+    /// A fresh PostgreSQL database, one node.
+    Postgres,
+    /// A fresh PostgreSQL database shared by [`CLUSTER_NODES`] nodes, each
+    /// request to the next node.
+    Cluster,
+}
+
+/// Nodes of a cluster run.
+const CLUSTER_NODES: usize = 3;
+
+/// One run against `binary`: fresh servers and data directories (and a
+/// fresh database, `url`, on PostgreSQL).
+fn run(binary: &Path, store: Store, url: Option<&str>) -> Figures {
+    let nodes = if store == Store::Cluster {
+        CLUSTER_NODES
+    } else {
+        1
+    };
+    let dirs: Vec<tempfile::TempDir> = (0..nodes)
+        .map(|_| tempfile::tempdir().unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    let servers: Vec<Server> = dirs
+        .iter()
+        .map(|dir| {
+            let listen = format!("127.0.0.1:{}", postgres_server::free_port());
+            let advertise = format!("http://{listen}");
+            let mut flags = vec!["--pool-size", "4", "--listen", &listen];
+            if let Some(url) = url {
+                flags.extend(["--store", url]);
+            }
+            if store == Store::Cluster {
+                flags.extend(["--advertise", &advertise]);
+            }
+            Server::start_binary(binary, dir.path(), &flags)
+        })
+        .collect();
+    let bases: Vec<String> = servers.iter().map(|s| s.base.clone()).collect();
+    let client = Client::new(&bases);
     client.two_call(&nine_tools(), Duration::ZERO);
     let mut figures = Figures::new();
     if std::env::var("BATON_BENCH_ONLY").as_deref() == Ok("load") {
-        figures.push(("rounds/s, 32 clients", rounds_per_second(&server.base, 32)));
+        figures.push(("rounds/s, 32 clients", rounds_per_second(&bases, 32)));
         return figures;
     }
     alone(&client, &mut figures);
-    checked_tools(&client, &mut figures);
+    if store != Store::Cluster {
+        checked_tools(&client, &mut figures);
+    }
     for (clients, name) in [
         (1, "rounds/s, 1 client"),
         (8, "rounds/s, 8 clients"),
         (32, "rounds/s, 32 clients"),
     ] {
-        figures.push((name, rounds_per_second(&server.base, clients)));
+        figures.push((name, rounds_per_second(&bases, clients)));
         std::thread::sleep(Duration::from_millis(300));
     }
-    let pid = server.pid().unwrap_or_else(|| panic!("no server pid"));
-    large_rounds(&client, pid, &mut figures);
+    if store != Store::Cluster {
+        let pid = servers[0].pid().unwrap_or_else(|| panic!("no server pid"));
+        large_rounds(&client, pid, &mut figures);
+    }
     figures
 }
 
@@ -438,22 +494,26 @@ fn main() {
     // server started here (`tests/common/postgres.rs`), side by side.
     let postgres =
         std::env::var_os("BATON_BENCH_POSTGRES").map(|_| postgres_server::Postgres::start());
-    let mut builds: Vec<(&str, PathBuf, bool)> = Vec::new();
-    if let Some(before) = before {
-        builds.push(("before", before, false));
+    let mut builds: Vec<(&str, PathBuf, Store)> = Vec::new();
+    if let Some(before) = &before {
+        builds.push(("before", before.clone(), Store::Embedded));
     }
-    builds.push(("this build", this.clone(), false));
+    builds.push(("this build", this.clone(), Store::Embedded));
     if postgres.is_some() {
-        builds.push(("this build on PostgreSQL", this, true));
+        if let Some(before) = before {
+            builds.push(("before on PostgreSQL", before, Store::Postgres));
+        }
+        builds.push(("this build on PostgreSQL", this.clone(), Store::Postgres));
+        builds.push(("3 nodes on PostgreSQL", this, Store::Cluster));
     }
     let mut runs: Vec<Vec<Figures>> = vec![Vec::new(); builds.len()];
     for index in 0..RUNS {
-        for (slot, (label, binary, on_postgres)) in builds.iter().enumerate() {
+        for (slot, (label, binary, store)) in builds.iter().enumerate() {
             let url = postgres
                 .as_ref()
-                .filter(|_| *on_postgres)
+                .filter(|_| *store != Store::Embedded)
                 .map(|server| server.database(&format!("bench_{index}_{slot}")));
-            let figures = run(binary, url.as_deref());
+            let figures = run(binary, *store, url.as_deref());
             eprintln!("run {} of {RUNS}, {label}: {figures:?}", index + 1);
             runs[slot].push(figures);
         }
@@ -470,7 +530,12 @@ fn main() {
                     .iter()
                     .filter_map(|f| f.iter().find(|(n, _)| *n == name).map(|(_, v)| *v))
                     .collect();
-                format!("{:.2}", median(&mut values))
+                let value = median(&mut values);
+                if value.is_nan() {
+                    "—".to_owned()
+                } else {
+                    format!("{value:.2}")
+                }
             })
             .collect();
         println!("| {name} | {} |", cells.join(" | "));

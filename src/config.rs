@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
+use crate::state::shared_secret_key;
+use crate::store::Store;
 use crate::token::{SigningKey, generate_secret};
 
 /// The default of every limit and setting: the one place they are written.
@@ -95,6 +97,24 @@ fn parse_store(text: &str) -> Result<StoreUrl, String> {
     }
 }
 
+fn parse_advertise(text: &str) -> Result<String, String> {
+    let refuse = || {
+        format!(
+            "--advertise takes this node's base URL as the other nodes reach it, http://host:port (e.g. http://10.0.0.5:8080), not {text:?}"
+        )
+    };
+    let rest = text.strip_prefix("http://").ok_or_else(refuse)?;
+    let authority = rest.trim_end_matches('/');
+    let valid = !authority.is_empty()
+        && !authority.contains(['/', '?', '#', '@', ' '])
+        && authority.parse::<axum::http::uri::Authority>().is_ok();
+    if valid {
+        Ok(format!("http://{authority}"))
+    } else {
+        Err(refuse())
+    }
+}
+
 fn parse_listen(text: &str) -> Result<SocketAddr, String> {
     if let Ok(address) = text.parse() {
         return Ok(address);
@@ -134,6 +154,13 @@ pub struct ServeArgs {
     /// embedded database in `<data-dir>/store`.
     #[arg(long, env = "BATON_STORE", value_parser = parse_store)]
     pub store: Option<StoreUrl>,
+    /// With several nodes on one `--store`: this node's base URL as the
+    /// other nodes reach it (`http://10.0.0.5:8080`). Continuations that
+    /// reach another node are forwarded here when this node holds their
+    /// parked child; without it they resume cold (by replay) where they
+    /// arrive.
+    #[arg(long, env = "BATON_ADVERTISE", value_parser = parse_advertise)]
+    pub advertise: Option<String>,
     /// API keys accepted (comma-separated). When none is given, one is
     /// generated on first start and kept in `<data-dir>/api_key`.
     #[arg(long = "api-key", env = "BATON_API_KEYS", value_delimiter = ',')]
@@ -256,25 +283,27 @@ pub struct Secrets {
     pub signing_keys: Vec<SigningKey>,
 }
 
-/// Resolves keys from flags, or from (or into) the data directory.
-pub fn load_secrets(args: &ServeArgs) -> Result<Secrets, ConfigError> {
+/// Resolves keys from flags, or from (or into) the data directory; with a
+/// `shared` store (several nodes on one database), generated keys are kept
+/// in the database instead, so that every node accepts the same API key
+/// and verifies the same tokens (a key file left in the data directory by
+/// an earlier start seeds the database).
+pub fn load_secrets(args: &ServeArgs, shared: Option<&dyn Store>) -> Result<Secrets, ConfigError> {
     ensure_private_dir(&args.data_dir)?;
+    let generated = |name: &str, generate: fn() -> String, announce: bool| {
+        let path = args.data_dir.join(name);
+        match shared {
+            Some(store) => shared_or_generated(store, name, &path, generate, announce),
+            None => stored_or_generated(&path, generate, announce),
+        }
+    };
     let api_keys = if args.api_keys.is_empty() {
-        vec![stored_or_generated(
-            &args.data_dir.join("api_key"),
-            generate_api_key,
-            true,
-        )?]
+        vec![generated("api_key", generate_api_key, true)?]
     } else {
         args.api_keys.clone()
     };
     let signing_specs = if args.signing_keys.is_empty() {
-        let generate = || format!("k1:{}", hex::encode(generate_secret()));
-        vec![stored_or_generated(
-            &args.data_dir.join("signing_key"),
-            generate,
-            false,
-        )?]
+        vec![generated("signing_key", generate_signing_key, false)?]
     } else {
         args.signing_keys.clone()
     };
@@ -289,6 +318,58 @@ pub fn load_secrets(args: &ServeArgs) -> Result<Secrets, ConfigError> {
         api_keys,
         signing_keys,
     })
+}
+
+fn generate_signing_key() -> String {
+    format!("k1:{}", hex::encode(generate_secret()))
+}
+
+/// Reads the secret `name` from the shared database, or stores one there:
+/// the data directory's file of that name when there is one, else a
+/// generated value. When nodes start at once, the first one's value is
+/// kept (a compare-and-swap) and every node uses it.
+fn shared_or_generated(
+    store: &dyn Store,
+    name: &str,
+    file: &Path,
+    generate: fn() -> String,
+    announce: bool,
+) -> Result<String, ConfigError> {
+    let key = shared_secret_key(name);
+    let failed = |e: crate::store::StoreError| {
+        ConfigError::Invalid(format!(
+            "cannot keep the generated {name} in the database: {e}"
+        ))
+    };
+    let text = |bytes: Vec<u8>| {
+        String::from_utf8(bytes).map_err(|_| {
+            ConfigError::Invalid(format!("the {name} kept in the database is not text"))
+        })
+    };
+    if let Some(value) = store.get(&key).map_err(failed)? {
+        return text(value);
+    }
+    let from_file = fs::read_to_string(file)
+        .ok()
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty());
+    let fresh = from_file.is_none();
+    let value = from_file.unwrap_or_else(generate);
+    match store
+        .compare_and_swap(&key, None, Some(value.as_bytes()))
+        .map_err(failed)?
+    {
+        Ok(()) => {
+            if fresh && announce {
+                println!("baton: generated API key {value}");
+                println!(
+                    "baton: it is kept in the database, for every node (shown only this once)"
+                );
+            }
+            Ok(value)
+        }
+        Err(conflict) => text(conflict.current.unwrap_or_default()),
+    }
 }
 
 fn generate_api_key() -> String {
@@ -311,7 +392,7 @@ pub fn parse_signing_key(spec: &str) -> Result<SigningKey, ConfigError> {
 
 /// Creates the data directory (0700) when missing, and checks that this
 /// process can write in it; each failure is a sentence naming the flag.
-fn ensure_private_dir(dir: &Path) -> Result<(), ConfigError> {
+pub(crate) fn ensure_private_dir(dir: &Path) -> Result<(), ConfigError> {
     let named = format!("--data-dir {} (BATON_DATA_DIR)", dir.display());
     if dir.exists() && !dir.is_dir() {
         return Err(ConfigError::Invalid(format!(
@@ -391,6 +472,47 @@ mod tests {
             .map(|m| m.permissions().mode() & 0o777)
             .ok();
         assert_eq!(mode, Some(0o600));
+    }
+
+    #[test]
+    fn secrets_of_a_shared_store_are_kept_in_it_once() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let store = crate::store::SledStore::open(&dir.path().join("store"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let file = dir.path().join("signing_key");
+        let kept = |generate: fn() -> String| {
+            shared_or_generated(&store, "signing_key", &file, generate, false).ok()
+        };
+        assert_eq!(kept(|| "k1:01".into()).as_deref(), Some("k1:01"));
+        assert_eq!(kept(|| "k1:02".into()).as_deref(), Some("k1:01"));
+        // A key file left by an earlier start seeds an empty database.
+        let other = crate::store::SledStore::open(&dir.path().join("other"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        fs::write(&file, "k7:0a0b\n").unwrap_or_else(|e| panic!("{e}"));
+        let seeded = shared_or_generated(&other, "signing_key", &file, || "k1:03".into(), false);
+        assert_eq!(seeded.ok().as_deref(), Some("k7:0a0b"));
+    }
+
+    #[test]
+    fn an_advertised_address_is_a_base_url_over_http() {
+        assert_eq!(
+            parse_advertise("http://10.0.0.5:8080/").as_deref(),
+            Ok("http://10.0.0.5:8080")
+        );
+        assert_eq!(
+            parse_advertise("http://node-2.internal:8080").as_deref(),
+            Ok("http://node-2.internal:8080")
+        );
+        for bad in [
+            "10.0.0.5:8080",
+            "https://a:1",
+            "http://",
+            "http://a:1/path",
+            "http://user@a:1",
+            "http://a b:1",
+        ] {
+            assert!(parse_advertise(bad).is_err(), "{bad} was accepted");
+        }
     }
 
     #[test]

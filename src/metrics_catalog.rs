@@ -65,6 +65,10 @@ fn describe() {
         "Continuations that replayed the journal in a fresh child (no parked child)."
     );
     describe_counter!(
+        "baton_forwarded_continuations_total",
+        "Continuations sent to the node whose child is parked for them; `outcome` is `answered` (that node answered) or `served_here` (it could not be reached or could not serve, so this node did)."
+    );
+    describe_counter!(
         "baton_retried_continuations_total",
         "Continuations answered from the stored outcome of the same continuation."
     );

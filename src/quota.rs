@@ -113,6 +113,15 @@ impl KeyUsage {
         *totals.entry(owner).or_default() += bytes;
     }
 
+    /// Takes `counted`'s items and totals in place of these (a recount).
+    pub fn replace_with(&self, counted: KeyUsage) {
+        let (Ok(mut items), Ok(mut totals)) = (self.items.lock(), self.totals.lock()) else {
+            return;
+        };
+        *items = counted.items.into_inner().unwrap_or_default();
+        *totals = counted.totals.into_inner().unwrap_or_default();
+    }
+
     /// Forgets `item` (it was deleted).
     pub fn remove(&self, item: &Item) {
         let (Ok(mut items), Ok(mut totals)) = (self.items.lock(), self.totals.lock()) else {

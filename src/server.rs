@@ -13,10 +13,11 @@ use sha2::{Digest, Sha256};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::format::FmtSpan;
 
+use crate::api::forward::Forwarder;
 use crate::api::{AppState, router};
 use crate::config::{LogFormat, ServeArgs, load_secrets};
 use crate::engine::{Engine, EngineConfig};
-use crate::service::{Service, ServiceConfig};
+use crate::service::{Service, ServiceConfig, Upkept};
 use crate::store::{PostgresStore, SledStore, Store};
 use crate::token::{SigningKey, SigningKeys};
 
@@ -120,12 +121,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     // Before anything is created or generated: a port in use is reported
     // with nothing written to the data directory.
     let listener = listen(args.listen).await?;
-    let secrets = load_secrets(&args).map_err(|e| e.to_string())?;
+    let store = open_store(&args)?;
+    let shared = store.shared().then_some(store.as_ref());
+    let secrets = load_secrets(&args, shared).map_err(|e| e.to_string())?;
     let keys = signing_keys(secrets.signing_keys)?;
-    let store: Arc<dyn Store> = match &args.store {
-        Some(url) => Arc::new(PostgresStore::open(&url.0).map_err(|e| e.to_string())?),
-        None => Arc::new(SledStore::open(&args.data_dir.join("store")).map_err(|e| e.to_string())?),
-    };
     let engine = Engine::new(engine_config(&args)?).map_err(|e| e.to_string())?;
     let service = Service::new(
         engine,
@@ -146,8 +145,11 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     if recovered > 0 {
         tracing::info!(
             recovered,
-            "rounds left running by the previous process are paused again"
+            "rounds left running by a server that is gone are paused again"
         );
+    }
+    if let Some(address) = &args.advertise {
+        service.advertise(address).map_err(|e| e.to_string())?;
     }
     let metrics = crate::metrics_catalog::install();
     let state = Arc::new(AppState {
@@ -160,6 +162,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         metrics,
         body_limit: args.body_limit,
         body_timeout: Duration::from_secs(args.body_timeout_secs.max(1)),
+        forwarder: store.shared().then(Forwarder::new),
     });
     spawn_sweeper(state.clone(), Duration::from_secs(args.sweep_secs.max(1)));
     let address = listener.local_addr().map_err(|e| e.to_string())?;
@@ -169,7 +172,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     } else {
         "embedded"
     };
-    tracing::info!(%address, data_dir = %args.data_dir.display(), store = store_kind, "serving");
+    tracing::info!(%address, data_dir = %args.data_dir.display(), store = store_kind, node = store.node(), advertise = args.advertise.as_deref().unwrap_or("-"), "serving");
     axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown_signal())
         .await
@@ -177,6 +180,25 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     store.flush().map_err(|e| e.to_string())?;
     tracing::info!("stopped; every paused execution is on disk");
     Ok(())
+}
+
+/// The store `--store` names (PostgreSQL), or the embedded one in the
+/// data directory; `--advertise` only with a store that nodes share.
+fn open_store(args: &ServeArgs) -> Result<Arc<dyn Store>, String> {
+    match &args.store {
+        Some(url) => Ok(Arc::new(
+            PostgresStore::open(&url.0).map_err(|e| e.to_string())?,
+        )),
+        None if args.advertise.is_some() => Err(
+            "--advertise (BATON_ADVERTISE) is for several nodes on one PostgreSQL database: give --store postgres://… too, or leave --advertise out".to_owned(),
+        ),
+        None => {
+            crate::config::ensure_private_dir(&args.data_dir).map_err(|e| e.to_string())?;
+            Ok(Arc::new(
+                SledStore::open(&args.data_dir.join("store")).map_err(|e| e.to_string())?,
+            ))
+        }
+    }
 }
 
 fn signing_keys(keys: Vec<SigningKey>) -> Result<SigningKeys, String> {
@@ -212,15 +234,16 @@ fn spawn_sweeper(state: Arc<AppState>, every: Duration) {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs());
-            match state.service.sweep(now) {
-                Ok(0) => {}
-                Ok(swept) => tracing::info!(swept, "expired executions removed"),
-                Err(error) => tracing::warn!(%error, "sweep failed"),
-            }
-            match state.service.sweep_files(now) {
-                Ok(0) => {}
-                Ok(swept) => tracing::info!(swept, "expired session files removed"),
-                Err(error) => tracing::warn!(%error, "file sweep failed"),
+            match state.service.upkeep(now) {
+                Ok(done) if done == Upkept::default() => {}
+                Ok(done) => tracing::info!(
+                    swept = done.swept,
+                    swept_files = done.swept_files,
+                    recovered = done.recovered,
+                    evicted = done.evicted,
+                    "upkeep: expired executions and files removed, orphaned rounds paused again, stale parked children ended"
+                ),
+                Err(error) => tracing::warn!(%error, "upkeep failed"),
             }
         }
     });

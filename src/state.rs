@@ -18,7 +18,12 @@
 //!   ([`EarlyCancel`]);
 //! - `x/<owner 8><u64::MAX - started µs, BE><id 16>` (empty value): a key's
 //!   executions, newest first, for listings (written with the first state,
-//!   swept once the state is gone).
+//!   swept once the state is gone);
+//! - `n/<node id u64 BE>`: the address (`--advertise`) at which a node
+//!   takes continuations of the executions whose children it holds
+//!   (written when it starts, swept once it is dead);
+//! - `k/<name>`: a secret generated for every node of a shared database
+//!   (`api_key`, `signing_key`) when the flags give none.
 //!
 //! Invariants:
 //! - Request-id keys start with the owner's key identity: one API key can
@@ -89,6 +94,33 @@ pub struct ExecState {
     pub expires_at: u64,
     /// The last continuation made (set when it is claimed).
     pub answered: Option<Answered>,
+    /// The node that wrote this state: while running, the one that runs
+    /// the round; while paused, the one whose child may be parked (0 in
+    /// states written before nodes had ids).
+    pub node: u64,
+}
+
+/// The second stored format of [`ExecState`] (before nodes).
+#[derive(Deserialize)]
+struct ExecStateV2 {
+    status: Status,
+    round: u32,
+    owner: [u8; 8],
+    expires_at: u64,
+    answered: Option<Answered>,
+}
+
+impl From<ExecStateV2> for ExecState {
+    fn from(old: ExecStateV2) -> Self {
+        ExecState {
+            status: old.status,
+            round: old.round,
+            owner: old.owner,
+            expires_at: old.expires_at,
+            answered: old.answered,
+            node: 0,
+        }
+    }
 }
 
 /// The first stored format of [`ExecState`] (before retried continuations
@@ -109,6 +141,7 @@ impl From<ExecStateV1> for ExecState {
             owner: old.owner,
             expires_at: old.expires_at,
             answered: None,
+            node: 0,
         }
     }
 }
@@ -119,9 +152,13 @@ impl ExecState {
         encode(self)
     }
 
-    /// Decodes either stored format.
+    /// Decodes any stored format.
     pub fn decode(bytes: &[u8]) -> Option<Self> {
-        decode_either::<Self, ExecStateV1>(bytes)
+        decode_either::<Self, ExecStateV2>(bytes).or_else(|| {
+            bincode::deserialize::<ExecStateV1>(bytes)
+                .ok()
+                .map(Into::into)
+        })
     }
 }
 
@@ -299,6 +336,27 @@ pub fn parse_listing_key(key: &[u8]) -> Option<(u64, [u8; 16])> {
 
 /// The prefix of early cancels.
 pub const EARLY_CANCELS: &[u8] = b"c/";
+/// The prefix of the nodes' addresses.
+pub const NODES: &[u8] = b"n/";
+/// The prefix of secrets generated for every node of a shared database.
+pub const SHARED_SECRETS: &[u8] = b"k/";
+
+/// The key of the shared secret `name` (`api_key`, `signing_key`).
+pub fn shared_secret_key(name: &str) -> Vec<u8> {
+    [SHARED_SECRETS, name.as_bytes()].concat()
+}
+
+/// The key of a node's address (`--advertise`).
+pub fn node_key(node: u64) -> Vec<u8> {
+    [NODES, &node.to_be_bytes()[..]].concat()
+}
+
+/// The node id of a key under [`NODES`].
+pub fn node_of_key(key: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(
+        key.strip_prefix(NODES)?.try_into().ok()?,
+    ))
+}
 
 /// The key of an execution's state.
 pub fn state_key(id: &[u8; 16]) -> Vec<u8> {
@@ -441,14 +499,59 @@ mod tests {
         assert_eq!(state.round, 3);
         assert_eq!(state.status, Status::Paused);
         assert_eq!(state.answered, None);
+        assert_eq!(state.node, 0);
         let new = ExecState {
             answered: Some(Answered {
                 round: 3,
                 digest: [1; 32],
             }),
+            node: 42,
             ..state
         };
         assert_eq!(ExecState::decode(&new.encode()), Some(new));
+    }
+
+    #[test]
+    fn a_state_of_the_second_format_still_decodes() {
+        #[derive(Serialize)]
+        struct Old {
+            status: Status,
+            round: u32,
+            owner: [u8; 8],
+            expires_at: u64,
+            answered: Option<Answered>,
+        }
+        for answered in [
+            None,
+            Some(Answered {
+                round: 2,
+                digest: [9; 32],
+            }),
+        ] {
+            let bytes = bincode::serialize(&Old {
+                status: Status::Running,
+                round: 2,
+                owner: [7; 8],
+                expires_at: 99,
+                answered,
+            })
+            .unwrap_or_default();
+            let state = ExecState::decode(&bytes).expect("decodes");
+            assert_eq!(
+                (state.status, state.round, state.answered, state.node),
+                (Status::Running, 2, answered, 0)
+            );
+        }
+    }
+
+    #[test]
+    fn node_keys_give_back_their_node() {
+        assert_eq!(
+            node_of_key(&node_key(0x0102_0304_0506_0708)),
+            Some(0x0102_0304_0506_0708)
+        );
+        assert_eq!(node_of_key(b"n/short"), None);
+        assert_eq!(node_of_key(&state_key(&[1; 16])), None);
     }
 
     #[test]

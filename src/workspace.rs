@@ -218,6 +218,11 @@ impl Files {
 
     /// Counts every stored file for its key (at start-up).
     pub fn count_usage(&self) -> Result<(), WorkspaceError> {
+        self.count_usage_into(&self.usage)
+    }
+
+    /// Counts the stored files into `usage`.
+    pub fn count_usage_into(&self, usage: &KeyUsage) -> Result<(), WorkspaceError> {
         for head in self.store.scan_heads(FILES, HEAD_LEN) {
             let head = head?;
             let owner = head
@@ -226,8 +231,7 @@ impl Files {
                 .and_then(|o| <[u8; 8]>::try_from(o).ok());
             if let (Some(owner), Ok(file)) = (owner, decode_head(&head.head)) {
                 let expires_at = file.created.saturating_add(self.ttl_secs);
-                self.usage
-                    .set(Item::File(head.key), owner, head.len, expires_at);
+                usage.set(Item::File(head.key), owner, head.len, expires_at);
             }
         }
         Ok(())

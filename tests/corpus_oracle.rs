@@ -20,10 +20,10 @@ mod common;
 use std::path::PathBuf;
 
 use baton::engine::Engine;
-use baton::journal::CallResult;
 use baton::program::{Program, ProgramLimits};
 use common::{
-    OracleMode, OracleRun, corpus_tools, engine, final_error, oracle, root, run_to_end, spec,
+    OracleMode, OracleRun, canonical, corpus_programs, corpus_tools, engine, final_error, frames,
+    oracle, run_to_end, spec,
 };
 use serde_json::Value;
 
@@ -55,30 +55,6 @@ struct Outcome {
     frames: Vec<String>,
 }
 
-/// The traceback lines that must match: frames and the final line.
-fn frames(stderr: &str) -> Vec<String> {
-    let lines: Vec<&str> = stderr.lines().collect();
-    let mut kept: Vec<String> = lines
-        .iter()
-        .filter(|l| l.starts_with("  File "))
-        .map(|l| (*l).to_owned())
-        .collect();
-    if let Some(last) = lines.last() {
-        kept.push((*last).to_owned());
-    }
-    kept
-}
-
-/// The calls of each round in a canonical order: a round's calls are made
-/// together (the client runs them in parallel), and CPython's order within
-/// one can depend on set iteration (`as_completed`).
-fn canonical(mut rounds: Vec<Vec<(String, Value)>>) -> Vec<Vec<(String, Value)>> {
-    for round in &mut rounds {
-        round.sort_by_key(|(tool, input)| format!("{tool}\u{0}{input}"));
-    }
-    rounds
-}
-
 fn expected(run: &OracleRun) -> Outcome {
     Outcome {
         calls: canonical(run.calls()),
@@ -94,21 +70,7 @@ async fn run_baton(engine: &Engine, source: &str, oracle_run: &OracleRun, mode: 
         .unwrap_or_else(|e| panic!("prepare: {e}"));
     let mut used: Vec<(usize, usize)> = Vec::new();
     let answer = |round: usize, tool: &str, input: &Value| {
-        let calls = oracle_run
-            .rounds
-            .get(round)
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
-        let found = calls.iter().enumerate().position(|(index, call)| {
-            call.tool == tool && &call.input == input && !used.contains(&(round, index))
-        });
-        match found {
-            Some(index) => {
-                used.push((round, index));
-                calls[index].result.clone()
-            }
-            None => CallResult::Error(format!("the oracle made no call {tool} {input} here")),
-        }
+        oracle_run.result_of(round, tool, input, &mut used)
     };
     let (step, calls) = run_to_end(engine, &mut record, answer, |round| mode.evicts(round)).await;
     Outcome {
@@ -117,20 +79,6 @@ async fn run_baton(engine: &Engine, source: &str, oracle_run: &OracleRun, mode: 
         error: final_error(step),
         frames: frames(&record.stderr),
     }
-}
-
-/// The corpus programs; `BATON_CORPUS_ONLY=<part of a file name>` keeps the
-/// matching ones (for debugging one program).
-fn programs() -> Vec<PathBuf> {
-    let only = std::env::var("BATON_CORPUS_ONLY").unwrap_or_default();
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(root().join("tests/corpus"))
-        .unwrap_or_else(|e| panic!("tests/corpus: {e}"))
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "py"))
-        .filter(|path| path.to_string_lossy().contains(only.as_str()))
-        .collect();
-    paths.sort();
-    paths
 }
 
 /// Checks one program; returns what differed.
@@ -166,7 +114,7 @@ async fn check(engine: &Engine, path: &PathBuf) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn corpus_matches_cpython_hot_cold_and_mixed() {
-    let programs = programs();
+    let programs = corpus_programs();
     let filtered = std::env::var("BATON_CORPUS_ONLY").is_ok();
     assert!(
         filtered || programs.len() >= 60,

@@ -636,6 +636,7 @@ fn a_corrupt_record_is_reported_as_corrupt_not_missing() {
             owner: key_identity(KEY),
             expires_at: far,
             answered: None,
+            node: 0,
         };
         let state_bytes = state.encode();
         store

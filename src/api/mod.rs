@@ -12,6 +12,7 @@
 mod console;
 pub mod error;
 mod files;
+pub mod forward;
 pub mod openapi;
 pub mod request;
 mod request_log;
@@ -31,7 +32,7 @@ use axum::routing::{get, post};
 use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
-use crate::service::{ListQuery, Service, ServiceError};
+use crate::service::{Continued, ListQuery, Routing, Service, ServiceError};
 use crate::timing::step;
 use crate::token::key_identity;
 use error::ApiError;
@@ -55,6 +56,9 @@ pub struct AppState {
     pub body_limit: usize,
     /// How long a request body may take to arrive.
     pub body_timeout: std::time::Duration,
+    /// Sends continuations to the node whose child is parked for them
+    /// (when other nodes share the store).
+    pub forwarder: Option<forward::Forwarder>,
 }
 
 /// How much of a body over the limit is read (and thrown away) so that
@@ -334,11 +338,29 @@ async fn exec(
     let (log, result) = match decoded {
         ExecRequest::Continue { token, results } => {
             let log = RequestLog::begin("continue", owner);
-            let result = state
+            let routing = if state.forwarder.is_some() && !headers.contains_key(forward::FORWARDED)
+            {
+                Routing::ToHolder
+            } else {
+                Routing::Here
+            };
+            let continued = state
                 .service
-                .continue_with(owner, &token, results, request_id)
+                .continue_with(owner, &token, results, request_id, routing)
                 .instrument(step!("continue"))
                 .await;
+            let result = match continued {
+                Ok(Continued::Reply(reply)) => Ok(reply),
+                Ok(Continued::HeldAt { address }) => {
+                    if let Some(response) = forward(&state, owner, &address, &headers, &body).await
+                    {
+                        return Ok(response);
+                    }
+                    // The holder did not answer: the round is served here.
+                    continue_here(&state, owner, &body, request_id).await
+                }
+                Err(error) => Err(error),
+            };
             (log, result)
         }
         ExecRequest::Start(start) => {
@@ -354,6 +376,64 @@ async fn exec(
     log.finish(&result);
     let reply = result?;
     Ok(step!("respond").in_scope(|| Json(ExecReply::from(reply)).into_response()))
+}
+
+/// The continuation (`headers`, `body`) sent to the node at `address`,
+/// whose child is parked for it; its answer, or `None` when it must be
+/// served here (see `forward.rs`).
+async fn forward(
+    state: &AppState,
+    owner: [u8; 8],
+    address: &str,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Option<Response> {
+    let forwarder = state.forwarder.as_ref()?;
+    let answer = forwarder
+        .forward(address, headers, body.clone())
+        .instrument(step!("forward"))
+        .await;
+    let outcome = if answer.is_some() {
+        "answered"
+    } else {
+        "served_here"
+    };
+    metrics::counter!("baton_forwarded_continuations_total", "outcome" => outcome).increment(1);
+    tracing::info!(
+        target: "baton::requests",
+        request = "continue",
+        key = %hex::encode(owner),
+        forwarded_to = %address,
+        outcome,
+        "continuation sent to the node whose child is parked for it"
+    );
+    answer
+}
+
+/// The continuation in `body` served on this node, whichever node holds
+/// its child.
+async fn continue_here(
+    state: &AppState,
+    owner: [u8; 8],
+    body: &Bytes,
+    request_id: Option<&str>,
+) -> Result<crate::service::Reply, ServiceError> {
+    // The body was decoded once already: it decodes again.
+    let decoded =
+        request::decode_exec(body, request_id).map_err(|e| ServiceError::Invalid(e.to_string()))?;
+    let ExecRequest::Continue { token, results } = decoded else {
+        return Err(ServiceError::InvalidToken);
+    };
+    match state
+        .service
+        .continue_with(owner, &token, results, request_id, Routing::Here)
+        .await?
+    {
+        Continued::Reply(reply) => Ok(reply),
+        Continued::HeldAt { .. } => Err(ServiceError::Unavailable(
+            "the continuation could not be served".into(),
+        )),
+    }
 }
 
 /// The client's id for a request (`X-LibreChat-Code-Request-ID`), for cancel.

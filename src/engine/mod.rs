@@ -188,12 +188,13 @@ impl Engine {
         record: &mut ExecutionRecord,
         results: Vec<CallResult>,
     ) -> Result<(Step, ResumeKind), EngineError> {
+        let paused_after = record.rounds.len();
         let clock = self.accept_results(record, results)?;
         if remaining_ms(record) == 0 {
             self.evict(&record.id);
             return Ok((Step::Failed(Failure::TimeLimit), ResumeKind::Hot));
         }
-        if let Some(mut child) = self.parked.take(&record.id) {
+        if let Some(mut child) = self.parked.take(&record.id, paused_after) {
             let results = record
                 .rounds
                 .last()
@@ -458,7 +459,7 @@ impl Engine {
                     return Step::Failed(Failure::InvalidReport(error));
                 }
                 let calls = self.pend(record, calls, frame);
-                self.park(record.id, child);
+                self.park(record.id, record.rounds.len(), child);
                 Step::Paused(calls)
             }
             FromChild::Finished {
@@ -541,9 +542,21 @@ impl Engine {
         calls
     }
 
-    fn park(&self, id: [u8; 16], child: ChildProc) {
+    /// Parks the child of execution `id`, paused after `rounds` completed
+    /// rounds.
+    fn park(&self, id: [u8; 16], rounds: usize, child: ChildProc) {
         let zygote = self.supervisor.current().ok().map(|z| z.pid() as i32);
-        self.parked.park(id, child, zygote);
+        self.parked.park(id, rounds, child, zygote);
+    }
+
+    /// The executions whose children are parked here.
+    pub fn parked_ids(&self) -> Vec<[u8; 16]> {
+        self.parked.ids()
+    }
+
+    /// The executions whose children run here now.
+    pub fn running_ids(&self) -> Vec<[u8; 16]> {
+        self.running().keys().copied().collect()
     }
 }
 

@@ -16,7 +16,11 @@
 //! replay.
 //!
 //! Invariants:
-//! - A parked child belongs to exactly one execution; taking it removes it.
+//! - A parked child belongs to exactly one execution and one pause (the
+//!   number of rounds completed when it paused); taking it removes it,
+//!   and a child taken for another pause (its execution went on
+//!   elsewhere: on another node, or cold after an eviction) is killed,
+//!   never resumed.
 //! - The total is the sum of the measured children still parked; a child is
 //!   counted from its measurement until it leaves.
 //! - At most one measurer runs; while unmeasured children are parked, one
@@ -31,6 +35,8 @@ use crate::sandbox::pool::ChildProc;
 
 struct Parked {
     since: Instant,
+    /// The rounds its execution had completed when it paused.
+    rounds: usize,
     child: ChildProc,
     /// The pid of the child's zygote, the fallback measure's baseline.
     zygote: Option<i32>,
@@ -62,16 +68,24 @@ impl Parking {
         })
     }
 
-    /// Parks `child` for execution `id`, evicting the least recent beyond
+    /// Parks `child` for execution `id`, paused after `rounds` completed
+    /// rounds, evicting the least recent beyond
     /// the count; the measurer measures it once it has stayed parked, and
     /// enforces the memory budget then. `zygote` is the pid of the child's
     /// zygote (the fallback measure's baseline).
-    pub(super) fn park(self: &Arc<Self>, id: [u8; 16], child: ChildProc, zygote: Option<i32>) {
+    pub(super) fn park(
+        self: &Arc<Self>,
+        id: [u8; 16],
+        rounds: usize,
+        child: ChildProc,
+        zygote: Option<i32>,
+    ) {
         if let Ok(mut children) = self.children.lock() {
             children.insert(
                 id,
                 Parked {
                     since: Instant::now(),
+                    rounds,
                     child,
                     zygote,
                     bytes: None,
@@ -152,16 +166,30 @@ impl Parking {
         metrics::gauge!("baton_parked_bytes").set(total(&children) as f64);
     }
 
-    /// Takes the parked child of `id`, if there is one.
-    pub(super) fn take(&self, id: &[u8; 16]) -> Option<ChildProc> {
-        let mut children = self.children.lock().ok()?;
-        children.remove(id).map(|parked| parked.child)
+    /// Takes the child of `id` parked after `rounds` completed rounds, if
+    /// there is one.
+    pub(super) fn take(&self, id: &[u8; 16], rounds: usize) -> Option<ChildProc> {
+        let parked = self.remove(id)?;
+        // Dropped (killed) when it paused at another round.
+        (parked.rounds == rounds).then_some(parked.child)
+    }
+
+    fn remove(&self, id: &[u8; 16]) -> Option<Parked> {
+        self.children.lock().ok()?.remove(id)
     }
 
     /// Drops the parked child of `id` (it is killed; the execution will
     /// resume cold). Returns whether there was one.
     pub(super) fn evict(&self, id: &[u8; 16]) -> bool {
-        self.take(id).is_some()
+        self.remove(id).is_some()
+    }
+
+    /// The executions whose children are parked.
+    pub(super) fn ids(&self) -> Vec<[u8; 16]> {
+        self.children
+            .lock()
+            .map(|c| c.keys().copied().collect())
+            .unwrap_or_default()
     }
 
     /// Number of parked children.

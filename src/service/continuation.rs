@@ -11,6 +11,10 @@
 //!   the round and the record after that one's step was stored: a record
 //!   past the token's round sends it to the retry's answer, never on to
 //!   a check of its results against the next round's calls.
+//! - A round left running by a node that died (killed, or its machine
+//!   gone: [`crate::store::Store::node_alive`]) is put back to paused by
+//!   the next continuation that finds it (or that waits for it), then
+//!   claimed as usual; a round that a live node runs is never taken.
 
 use std::time::Duration;
 
@@ -24,10 +28,14 @@ use crate::token::TokenError;
 
 use super::error::ServiceError;
 use super::messages::{Reply, ToolResult};
+use super::request_ids::RequestId;
 use super::{Service, TIMEOUT_RANGE_MS, now_millis, now_secs};
 
 /// How often a retried continuation looks whether the original is done.
 const RETRY_POLL: Duration = Duration::from_millis(10);
+/// Every how many polls it also looks whether the node running the round
+/// is still alive.
+const ORPHAN_CHECK_POLLS: u64 = 50;
 
 /// Each result's value as JSON text (serialised once, for the digest and
 /// the record).
@@ -51,16 +59,55 @@ fn digest_of(results: &[ToolResult], texts: &[String]) -> ([u8; 32], u64) {
     (digest, size)
 }
 
+/// Where a continuation may run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Routing {
+    /// Here, whichever node holds the child (cold when it is elsewhere).
+    Here,
+    /// At the node whose child is parked for it, when that is another
+    /// live node that gave an address.
+    ToHolder,
+}
+
+/// What a continuation led to.
+pub enum Continued {
+    /// The answer (a pause, an end, or a retry's answer).
+    Reply(Reply),
+    /// The child is parked on another node, at `address`: the round was
+    /// not claimed here.
+    HeldAt {
+        /// That node's base URL (`--advertise`).
+        address: String,
+    },
+}
+
+/// A round this request may claim: the state it read, and what the
+/// client answered.
+struct Claimable<'a> {
+    id: [u8; 16],
+    owner: [u8; 8],
+    round: u32,
+    digest: [u8; 32],
+    state_bytes: Vec<u8>,
+    state: ExecState,
+    results: Vec<ToolResult>,
+    texts: Vec<String>,
+    request_id: RequestId<'a>,
+}
+
 impl Service {
     /// Continues a paused execution with the client's results; a retry of a
-    /// continuation already made gets that continuation's answer.
+    /// continuation already made gets that continuation's answer. With
+    /// [`Routing::ToHolder`], a round whose child is parked on another
+    /// live node is left to that node ([`Continued::HeldAt`]).
     pub async fn continue_with(
         &self,
         owner: [u8; 8],
         token: &str,
         results: Vec<ToolResult>,
         request_id: Option<&str>,
-    ) -> Result<Reply, ServiceError> {
+        routing: Routing,
+    ) -> Result<Continued, ServiceError> {
         let _in_flight = self.engine.hold_for_request();
         let claims = step!("verify")
             .in_scope(|| self.keys.verify(token, now_secs()))
@@ -75,22 +122,67 @@ impl Service {
         let texts = value_texts(&results);
         let (digest, incoming) = digest_of(&results, &texts);
         let request_id = self.begin_request(owner, request_id)?;
-        let (state_bytes, state) = self.load_state(&id, owner)?;
-        self.link_request(owner, &request_id, id)?;
-        if let Err(refused) = check_claimable(&state, claims.round) {
-            return self
+        let (state_bytes, state) = loop {
+            let (mut state_bytes, mut state) = self.load_state(&id, owner)?;
+            // A round left running by a node that died is claimable again.
+            if let Some(put_back) = self.put_back_if_orphaned(&id, &state_bytes, &state)? {
+                (state_bytes, state) = put_back;
+            }
+            self.link_request(owner, &request_id, id)?;
+            let Err(refused) = check_claimable(&state, claims.round) else {
+                break (state_bytes, state);
+            };
+            match self
                 .answer_retry(&id, owner, claims.round, digest, refused)
-                .await;
+                .await?
+            {
+                Retried::Answer(reply) => return Ok(Continued::Reply(*reply)),
+                // The node running the round died while this waited.
+                Retried::PutBack => continue,
+            }
+        };
+        if routing == Routing::ToHolder
+            && let Some(address) = self.holder_address(&state)
+        {
+            return Ok(Continued::HeldAt { address });
         }
         self.admit(owner, incoming)?;
-        let loaded = step!("load_record").in_scope(|| self.record_for_round(&id, claims.round));
+        let claimable = Claimable {
+            id,
+            owner,
+            round: claims.round,
+            digest,
+            state_bytes,
+            state,
+            results,
+            texts,
+            request_id,
+        };
+        self.claim_and_run(claimable).await.map(Continued::Reply)
+    }
+
+    /// Claims the round and runs it to the next pause or the end.
+    async fn claim_and_run(&self, claimable: Claimable<'_>) -> Result<Reply, ServiceError> {
+        let Claimable {
+            id,
+            owner,
+            round,
+            digest,
+            state_bytes,
+            state,
+            results,
+            texts,
+            request_id,
+        } = claimable;
+        let loaded = step!("load_record").in_scope(|| self.record_for_round(&id, round));
         let mut record = match loaded {
             Ok(record) => record,
             // Another request continued the round since the state was read.
             Err(ServiceError::AlreadyUsed) => {
                 return self
-                    .answer_retry(&id, owner, claims.round, digest, ServiceError::AlreadyUsed)
-                    .await;
+                    .answer_retry(&id, owner, round, digest, ServiceError::AlreadyUsed)
+                    .await?
+                    .reply();
             }
             Err(error) => return Err(error),
         };
@@ -108,18 +200,16 @@ impl Service {
         };
         let running = ExecState {
             status: Status::Running,
-            answered: Some(Answered {
-                round: claims.round,
-                digest,
-            }),
+            answered: Some(Answered { round, digest }),
+            node: self.store.node(),
             ..state.clone()
         };
-        let claimed =
-            step!("claim").in_scope(|| self.claim(&id, &state_bytes, &running, claims.round));
+        let claimed = step!("claim").in_scope(|| self.claim(&id, &state_bytes, &running, round));
         if let Err(refused) = claimed {
             return self
-                .answer_retry(&id, owner, claims.round, digest, refused)
-                .await;
+                .answer_retry(&id, owner, round, digest, refused)
+                .await?
+                .reply();
         }
         let started = std::time::Instant::now();
         let answered_at = now_millis();
@@ -149,7 +239,8 @@ impl Service {
 
     /// The answer to a continuation of `round` that cannot claim it: when
     /// it repeats the continuation that claimed it (same results), the
-    /// answer that continuation led to (waiting for it while it runs);
+    /// answer that continuation led to (waiting for it while it runs, or
+    /// [`Retried::PutBack`] when the node running it died meanwhile);
     /// otherwise `refused`.
     async fn answer_retry(
         &self,
@@ -158,17 +249,27 @@ impl Service {
         round: u32,
         digest: [u8; 32],
         refused: ServiceError,
-    ) -> Result<Reply, ServiceError> {
+    ) -> Result<Retried, ServiceError> {
         let this = Some(Answered { round, digest });
         let give_up = std::time::Instant::now()
             + Duration::from_millis(*TIMEOUT_RANGE_MS.end())
             + Duration::from_secs(10);
+        let mut poll = 0u64;
         loop {
-            let (_, state) = self.load_state(id, owner)?;
+            poll += 1;
+            let (bytes, state) = self.load_state(id, owner)?;
             if state.answered != this {
                 return Err(refused);
             }
             match state.status {
+                // The node that ran the round died: the round is paused
+                // again, to be claimed.
+                Status::Running
+                    if poll.is_multiple_of(ORPHAN_CHECK_POLLS)
+                        && self.put_back_if_orphaned(id, &bytes, &state)?.is_some() =>
+                {
+                    return Ok(Retried::PutBack);
+                }
                 Status::Running if std::time::Instant::now() < give_up => {
                     tokio::time::sleep(RETRY_POLL).await;
                 }
@@ -182,24 +283,24 @@ impl Service {
                         .ok_or(ServiceError::AlreadyUsed)?;
                     let token = self.keys.sign(*id, state.round, owner, state.expires_at);
                     metrics::counter!("baton_retried_continuations_total").increment(1);
-                    return Ok(Reply::Paused {
+                    return Ok(Retried::Answer(Box::new(Reply::Paused {
                         execution_id: record.id_hex(),
                         session_id: record.session_id,
                         token,
                         calls,
                         round: state.round,
-                    });
+                    })));
                 }
                 Status::Cancelled => return Err(ServiceError::Cancelled),
                 Status::Completed | Status::Failed => {
                     let outcome = self.load_outcome(id)?.ok_or(refused)?;
                     metrics::counter!("baton_retried_continuations_total").increment(1);
-                    return Ok(Reply::from_outcome(
+                    return Ok(Retried::Answer(Box::new(Reply::from_outcome(
                         hex::encode(id),
                         outcome,
                         state.round,
                         None,
-                    ));
+                    ))));
                 }
             }
         }
@@ -248,6 +349,25 @@ impl Service {
             Err(error) => {
                 tracing::error!(execution = %hex::encode(id), %error, "round not released: store failure");
             }
+        }
+    }
+}
+
+/// What a continuation that could not claim its round gets.
+enum Retried {
+    /// The answer of the continuation it repeats.
+    Answer(Box<Reply>),
+    /// The round was put back to paused (its node died): claim it.
+    PutBack,
+}
+
+impl Retried {
+    /// The answer; a round put back is refused as still in progress (the
+    /// client's next try claims it).
+    fn reply(self) -> Result<Reply, ServiceError> {
+        match self {
+            Retried::Answer(reply) => Ok(*reply),
+            Retried::PutBack => Err(ServiceError::InProgress),
         }
     }
 }

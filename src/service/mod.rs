@@ -14,14 +14,17 @@
 //!   an ended execution keeps its outcome. Other results: 409.
 //! - An execution of another API key answers exactly like a missing one; a
 //!   request id is scoped to its key.
-//! - At start-up, states left `Running` by a dead server go back to
-//!   `Paused`, so the last durable pause stays continuable.
+//! - States left `Running` by a dead node (a previous process, or another
+//!   server sharing the store) go back to `Paused`, at start-up, with
+//!   each sweep and when a continuation finds one, so the last durable
+//!   pause stays continuable; a live node's running round is never taken.
 
 mod cancel;
 mod continuation;
 pub mod error;
 mod listing;
 mod messages;
+mod nodes;
 mod records;
 mod request_ids;
 mod settle;
@@ -39,11 +42,12 @@ use crate::store::{Durability, Store, StoreError};
 use crate::token::SigningKeys;
 use crate::workspace::Files;
 
-pub use continuation::order_results;
+pub use continuation::{Continued, Routing, order_results};
 pub use error::ServiceError;
 use listing::shown_status;
 pub use listing::{ListQuery, Listed, Listing, MAX_PAGE};
 pub use messages::{CancelOutcome, FileRef, Inspection, Reply, StartRequest, ToolResult};
+pub use upkeep::Upkept;
 
 /// How long a cancel that came before its request is remembered, seconds.
 pub const EARLY_CANCEL_SECS: u64 = 60;
@@ -84,6 +88,8 @@ pub struct Service {
     in_flight: Mutex<HashSet<Vec<u8>>>,
     /// The records of recent pauses, for hot continuations.
     records: records::RecordCache,
+    /// What this node knows of the others (several nodes on one store).
+    directory: nodes::NodeDirectory,
 }
 
 fn now_secs() -> u64 {
@@ -123,6 +129,7 @@ impl Service {
             config,
             in_flight: Mutex::new(HashSet::new()),
             records,
+            directory: nodes::NodeDirectory::default(),
         }
     }
 

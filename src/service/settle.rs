@@ -200,6 +200,7 @@ impl Service {
             owner: state.owner,
             expires_at,
             answered: state.answered,
+            node: self.store.node(),
         };
         let state_bytes = paused.encode();
         let mut writes = part_writes(&record.id, parts);
@@ -248,6 +249,7 @@ impl Service {
             owner: state.owner,
             expires_at: now_secs() + self.config.ended_ttl_secs,
             answered: state.answered,
+            node: self.store.node(),
         };
         let history = record.include_history.then(|| history(record));
         let outcome = EndedOutcome::of(record, error, files, deleted, history);

@@ -92,6 +92,7 @@ impl Service {
             owner,
             expires_at: now_secs() + self.config.paused_ttl_secs,
             answered: None,
+            node: self.store.node(),
         };
         // Two plain writes, not a batch (a sled transaction costs a start
         // ~0.15 ms): the index entry first, so a crash between them leaves

@@ -8,6 +8,13 @@
 //! contents) and a flush. [`SledStore`] is the embedded default;
 //! [`PostgresStore`] keeps the same contract in PostgreSQL (`--store`).
 //!
+//! Servers that share a store ([`Store::shared`]: PostgreSQL) are
+//! *nodes*: each has an id for its life ([`Store::node`], never 0, never
+//! reused), the store tells whether a node is alive ([`Store::node_alive`]:
+//! it holds its place in the database), and one node at a time sweeps
+//! ([`Store::sweep_turn`]). A store in this process has one node, the
+//! process itself: every other id (a previous process's) is dead.
+//!
 //! [`Durability`] turns flushes into a group commit: every caller of
 //! [`Durability::durable`] waits until a flush that *started after its call*
 //! has finished, and callers that arrive while a flush runs share the next
@@ -42,11 +49,21 @@ pub enum StoreError {
         "the database in {0} is locked by another process: another baton may be running with the same --data-dir (BATON_DATA_DIR); stop it, or give this one another --data-dir"
     )]
     Locked(String),
-    /// Another server holds the PostgreSQL database.
-    #[error(
-        "another baton server uses this database (--store, BATON_STORE): one server per PostgreSQL database; stop it, or give this one another database"
-    )]
-    DatabaseTaken,
+}
+
+/// The turn of the node that sweeps; the turn ends when it is dropped.
+pub type SweepTurn = Box<dyn Send>;
+
+/// This process's node id for stores in this process: random, not 0.
+fn process_node() -> u64 {
+    static NODE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *NODE.get_or_init(new_node_id)
+}
+
+/// A fresh node id: random, below 2^62 (above it are the advisory-lock
+/// numbers of [`PostgresStore`]), never 0.
+pub(crate) fn new_node_id() -> u64 {
+    (rand::random::<u64>() >> 2).max(1)
 }
 
 /// A compare-and-swap that found another value.
@@ -120,6 +137,23 @@ pub trait Store: Send + Sync {
     /// process always does.
     fn check(&self) -> Result<(), StoreError> {
         Ok(())
+    }
+    /// Whether other servers may use this store at the same time.
+    fn shared(&self) -> bool {
+        false
+    }
+    /// This server's id among the nodes that use the store (never 0).
+    fn node(&self) -> u64 {
+        process_node()
+    }
+    /// Whether the node `node` is alive (0, the id of states written
+    /// before nodes had ids, never is).
+    fn node_alive(&self, node: u64) -> Result<bool, StoreError> {
+        Ok(node != 0 && node == self.node())
+    }
+    /// The sweeper's turn, or `None` while another node sweeps.
+    fn sweep_turn(&self) -> Result<Option<SweepTurn>, StoreError> {
+        Ok(Some(Box::new(())))
     }
 }
 

@@ -14,17 +14,20 @@
 //! - The schema is created and migrated at open, under a transaction-level
 //!   advisory lock; a database whose schema is newer than this build knows
 //!   is refused with a sentence, never written to.
-//! - One server per database: the store holds a session-level advisory
-//!   lock ([`NODE_LOCK`]) for its whole life, and a second server is
-//!   refused. The service keeps per-process state (parked children,
-//!   quota counters, recovery of rounds left running) that several nodes
-//!   on one database would contradict.
+//! - Several servers (nodes) may share a database. Each node holds a
+//!   session-level advisory lock numbered by its id for its whole life,
+//!   on a connection with TCP keepalives: a node is alive exactly while
+//!   its lock is granted (PostgreSQL drops it at once when the process is
+//!   killed, within about 10 s when its machine vanishes).
+//! - One node sweeps at a time: the sweeper's turn is [`SWEEP_LOCK`], held
+//!   on a connection of its own that is closed when the turn ends.
 //! - Calls block their thread: on a tokio worker they run inside
 //!   `block_in_place`.
 
+use std::collections::HashMap;
 use std::sync::Mutex;
 
-use postgres::{Client, NoTls};
+use postgres::{Client, NoTls, Row, Statement};
 
 use super::{CasConflict, CasResult, Head, HeadScan, Pair, Scan, Store, StoreError, blocking};
 
@@ -36,8 +39,9 @@ const MIGRATIONS: &[&str] = &[
 
 /// Serialises migrations between servers that start at once.
 const MIGRATION_LOCK: i64 = 0x6261_746f_6e5f_6d69;
-/// Held by the one server that uses the database.
-const NODE_LOCK: i64 = 0x6261_746f_6e5f_6e6f;
+/// Held by the node that sweeps. Node ids are below 2^62, these numbers
+/// above it.
+const SWEEP_LOCK: i64 = 0x6261_746f_6e5f_7377;
 /// Keys read per page of a scan.
 const SCAN_PAGE: i64 = 256;
 /// Idle connections kept for reuse.
@@ -46,9 +50,11 @@ const IDLE_CONNECTIONS: usize = 16;
 /// A PostgreSQL database.
 pub struct PostgresStore {
     url: String,
-    idle: Mutex<Vec<Client>>,
-    /// The connection that holds [`NODE_LOCK`].
-    _node: Mutex<Client>,
+    idle: Mutex<Vec<Connection>>,
+    /// This node's id, the number of the advisory lock it holds.
+    node: u64,
+    /// The connection that holds the node's lock.
+    node_lock: Mutex<Option<Client>>,
 }
 
 fn database(error: postgres::Error) -> StoreError {
@@ -68,7 +74,7 @@ fn connect(url: &str) -> Result<Client, StoreError> {
     }
     let mut client = config.connect(NoTls).map_err(refused)?;
     client
-        .batch_execute("SET synchronous_commit = on")
+        .batch_execute("SET synchronous_commit = on; SET client_min_messages = warning")
         .map_err(database)?;
     Ok(client)
 }
@@ -85,18 +91,31 @@ fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
+/// A client's drop talks to the server (it blocks): the store's clients
+/// are dropped the way every call is made ([`blocking`]), never straight
+/// on a runtime's thread (where the driver's own runtime would panic).
+impl Drop for PostgresStore {
+    fn drop(&mut self) {
+        let idle = self.idle.get_mut().map(std::mem::take).unwrap_or_default();
+        let node_lock = self.node_lock.get_mut().ok().and_then(Option::take);
+        blocking(move || drop((idle, node_lock)));
+    }
+}
+
 impl PostgresStore {
-    /// Connects to `url`, creates or migrates the schema, and takes the
-    /// database for this server.
+    /// Connects to `url`, creates or migrates the schema, and joins the
+    /// nodes that use the database (with a new node id).
     pub fn open(url: &str) -> Result<Self, StoreError> {
         blocking(|| {
-            let mut node = connect(url)?;
-            migrate(&mut node)?;
-            take_node_lock(&mut node)?;
+            let mut connection = connect(url)?;
+            migrate(&mut connection)?;
+            let node = super::new_node_id();
+            hold_node_lock(&mut connection, node)?;
             Ok(Self {
                 url: url.to_owned(),
                 idle: Mutex::new(Vec::new()),
-                _node: Mutex::new(node),
+                node,
+                node_lock: Mutex::new(Some(connection)),
             })
         })
     }
@@ -105,29 +124,23 @@ impl PostgresStore {
     /// the connection goes back unless it broke.
     fn with_client<T>(
         &self,
-        work: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
+        work: impl FnOnce(&mut Connection) -> Result<T, postgres::Error>,
     ) -> Result<T, StoreError> {
         blocking(|| {
             let pooled = self.idle.lock().ok().and_then(|mut idle| idle.pop());
-            let mut client = match pooled {
-                Some(client) if !client.is_closed() => client,
-                _ => connect(&self.url)?,
+            let mut connection = match pooled {
+                Some(connection) if !connection.client.is_closed() => connection,
+                _ => Connection::new(connect(&self.url)?),
             };
-            let result = work(&mut client).map_err(database);
-            if !client.is_closed()
+            let result = work(&mut connection).map_err(database);
+            if !connection.client.is_closed()
                 && let Ok(mut idle) = self.idle.lock()
                 && idle.len() < IDLE_CONNECTIONS
             {
-                idle.push(client);
+                idle.push(connection);
             }
             result
         })
-    }
-
-    fn current(client: &mut Client, key: &[u8]) -> Result<Option<Vec<u8>>, postgres::Error> {
-        Ok(client
-            .query_opt("SELECT value FROM baton_kv WHERE key = $1", &[&key])?
-            .map(|row| row.get(0)))
     }
 
     /// One page of a scan: the keys that start with `prefix`, after
@@ -155,45 +168,107 @@ impl PostgresStore {
             sql.push_str(&format!(" AND key < ${}", params.len()));
         }
         sql.push_str(" ORDER BY key LIMIT $2");
-        self.with_client(|client| client.query(&sql, &params))
+        self.with_client(|connection| connection.query(&sql, &params))
     }
 }
 
-/// Takes [`NODE_LOCK`] on `node`, waiting up to [`NODE_LOCK_WAIT`] for a
-/// server that died: PostgreSQL releases its lock when it notices the
-/// connection is gone, at once after a kill, within about 10 s (the
-/// keepalives set here) when its machine vanished.
-fn take_node_lock(node: &mut Client) -> Result<(), StoreError> {
-    node.batch_execute(
-        "SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 2",
-    )
-    .map_err(database)?;
-    let deadline = std::time::Instant::now() + NODE_LOCK_WAIT;
-    let mut announced = false;
-    loop {
-        let locked: bool = node
-            .query_one("SELECT pg_try_advisory_lock($1)", &[&NODE_LOCK])
-            .map_err(database)?
-            .get(0);
-        if locked {
-            return Ok(());
+/// A pooled connection and the statements prepared on it: each statement
+/// is parsed by the server once per connection, then only bound and run
+/// (one round trip instead of two).
+struct Connection {
+    client: Client,
+    prepared: HashMap<String, Statement>,
+}
+
+type Params<'a> = &'a [&'a (dyn postgres::types::ToSql + Sync)];
+
+impl Connection {
+    fn new(client: Client) -> Self {
+        Connection {
+            client,
+            prepared: HashMap::new(),
         }
-        if std::time::Instant::now() >= deadline {
-            return Err(StoreError::DatabaseTaken);
+    }
+
+    /// `sql`, prepared on this connection once.
+    fn statement(&mut self, sql: &str) -> Result<Statement, postgres::Error> {
+        if let Some(statement) = self.prepared.get(sql) {
+            return Ok(statement.clone());
         }
-        if !announced {
-            tracing::info!(
-                "another baton server holds the PostgreSQL database; waiting up to {} s for it to end",
-                NODE_LOCK_WAIT.as_secs()
-            );
-            announced = true;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(250));
+        let statement = self.client.prepare(sql)?;
+        self.prepared.insert(sql.to_owned(), statement.clone());
+        Ok(statement)
+    }
+
+    fn execute(&mut self, sql: &str, params: Params<'_>) -> Result<u64, postgres::Error> {
+        let statement = self.statement(sql)?;
+        self.client.execute(&statement, params)
+    }
+
+    fn query(&mut self, sql: &str, params: Params<'_>) -> Result<Vec<Row>, postgres::Error> {
+        let statement = self.statement(sql)?;
+        self.client.query(&statement, params)
+    }
+
+    /// The value of `key`.
+    fn current(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, postgres::Error> {
+        let statement = self.statement(SELECT)?;
+        Ok(self
+            .client
+            .query_opt(&statement, &[&key])?
+            .map(|row| row.get(0)))
+    }
+
+    /// The statements a batch writes with.
+    fn batch_statements(&mut self) -> Result<BatchStatements, postgres::Error> {
+        Ok(BatchStatements {
+            upsert: self.statement(UPSERT)?,
+            delete: self.statement(DELETE)?,
+        })
     }
 }
 
-/// How long [`take_node_lock`] waits.
-const NODE_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+struct BatchStatements {
+    upsert: Statement,
+    delete: Statement,
+}
+
+/// Takes the advisory lock numbered `node` on `connection`, with TCP
+/// keepalives so that PostgreSQL notices a vanished machine (and lets the
+/// lock go) within about 10 s.
+fn hold_node_lock(connection: &mut Client, node: u64) -> Result<(), StoreError> {
+    connection
+        .batch_execute(
+            "SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 2",
+        )
+        .map_err(database)?;
+    let number = i64::try_from(node).map_err(|_| StoreError::Database("node id".into()))?;
+    connection
+        .execute("SELECT pg_advisory_lock($1)", &[&number])
+        .map_err(database)?;
+    Ok(())
+}
+
+/// The connection that holds [`SWEEP_LOCK`]: closing it ends the turn.
+/// A client's drop talks to the server (it blocks), so it is dropped the
+/// way every call is made ([`blocking`]), never straight on a runtime
+/// worker.
+struct SweepConnection(Option<Client>);
+
+impl Drop for SweepConnection {
+    fn drop(&mut self) {
+        if let Some(connection) = self.0.take() {
+            blocking(move || drop(connection));
+        }
+    }
+}
+
+/// Whether the advisory lock numbered `node` is held in this database: a
+/// bigint lock shows in `pg_locks` as its high and low halves.
+const NODE_ALIVE: &str = "SELECT EXISTS (SELECT 1 FROM pg_locks \
+    WHERE locktype = 'advisory' AND granted AND objsubid = 1 \
+    AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+    AND classid = $1 AND objid = $2)";
 
 /// Creates or migrates the schema; refuses a newer one.
 fn migrate(client: &mut Client) -> Result<(), StoreError> {
@@ -258,38 +333,42 @@ fn paged<'a, T: Send + 'a>(
     }))
 }
 
+const SELECT: &str = "SELECT value FROM baton_kv WHERE key = $1";
+const SELECT_FOR_UPDATE: &str = "SELECT value FROM baton_kv WHERE key = $1 FOR UPDATE";
 const UPSERT: &str = "INSERT INTO baton_kv (key, value) VALUES ($1, $2) \
     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value";
+const DELETE: &str = "DELETE FROM baton_kv WHERE key = $1";
+const UPDATE_IF: &str = "UPDATE baton_kv SET value = $3 WHERE key = $1 AND value = $2";
+const DELETE_IF: &str = "DELETE FROM baton_kv WHERE key = $1 AND value = $2";
+const INSERT_IF_ABSENT: &str =
+    "INSERT INTO baton_kv (key, value) VALUES ($1, $2) ON CONFLICT DO NOTHING";
 
 fn write_batch(
     tx: &mut postgres::Transaction<'_>,
+    statements: &BatchStatements,
     puts: &[(&[u8], &[u8])],
     deletes: &[&[u8]],
 ) -> Result<(), postgres::Error> {
     for (key, value) in puts {
-        tx.execute(UPSERT, &[key, value])?;
+        tx.execute(&statements.upsert, &[key, value])?;
     }
     for key in deletes {
-        tx.execute("DELETE FROM baton_kv WHERE key = $1", &[key])?;
+        tx.execute(&statements.delete, &[key])?;
     }
     Ok(())
 }
 
 impl Store for PostgresStore {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        self.with_client(|client| Self::current(client, key))
+        self.with_client(|connection| connection.current(key))
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
-        self.with_client(|client| client.execute(UPSERT, &[&key, &value]).map(drop))
+        self.with_client(|connection| connection.execute(UPSERT, &[&key, &value]).map(drop))
     }
 
     fn delete(&self, key: &[u8]) -> Result<(), StoreError> {
-        self.with_client(|client| {
-            client
-                .execute("DELETE FROM baton_kv WHERE key = $1", &[&key])
-                .map(drop)
-        })
+        self.with_client(|connection| connection.execute(DELETE, &[&key]).map(drop))
     }
 
     fn compare_and_swap(
@@ -298,26 +377,17 @@ impl Store for PostgresStore {
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> CasResult {
-        self.with_client(|client| {
+        self.with_client(|connection| {
             let changed = match (expected, new) {
-                (Some(old), Some(value)) => client.execute(
-                    "UPDATE baton_kv SET value = $3 WHERE key = $1 AND value = $2",
-                    &[&key, &old, &value],
-                )?,
-                (Some(old), None) => client.execute(
-                    "DELETE FROM baton_kv WHERE key = $1 AND value = $2",
-                    &[&key, &old],
-                )?,
-                (None, Some(value)) => client.execute(
-                    "INSERT INTO baton_kv (key, value) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                    &[&key, &value],
-                )?,
-                (None, None) => u64::from(Self::current(client, key)?.is_none()),
+                (Some(old), Some(value)) => connection.execute(UPDATE_IF, &[&key, &old, &value])?,
+                (Some(old), None) => connection.execute(DELETE_IF, &[&key, &old])?,
+                (None, Some(value)) => connection.execute(INSERT_IF_ABSENT, &[&key, &value])?,
+                (None, None) => u64::from(connection.current(key)?.is_none()),
             };
             if changed == 1 {
                 return Ok(Ok(()));
             }
-            let current = Self::current(client, key)?;
+            let current = connection.current(key)?;
             Ok(Err(CasConflict { current }))
         })
     }
@@ -354,9 +424,10 @@ impl Store for PostgresStore {
     }
 
     fn apply_batch(&self, puts: &[(&[u8], &[u8])], deletes: &[&[u8]]) -> Result<(), StoreError> {
-        self.with_client(|client| {
-            let mut tx = client.transaction()?;
-            write_batch(&mut tx, puts, deletes)?;
+        self.with_client(|connection| {
+            let statements = connection.batch_statements()?;
+            let mut tx = connection.client.transaction()?;
+            write_batch(&mut tx, &statements, puts, deletes)?;
             tx.commit()
         })
     }
@@ -367,19 +438,18 @@ impl Store for PostgresStore {
         puts: &[(&[u8], &[u8])],
         deletes: &[&[u8]],
     ) -> CasResult {
-        self.with_client(|client| {
-            let mut tx = client.transaction()?;
+        self.with_client(|connection| {
+            let statements = connection.batch_statements()?;
+            let lock_guard = connection.statement(SELECT_FOR_UPDATE)?;
+            let mut tx = connection.client.transaction()?;
             let current: Option<Vec<u8>> = tx
-                .query_opt(
-                    "SELECT value FROM baton_kv WHERE key = $1 FOR UPDATE",
-                    &[&guard.0],
-                )?
+                .query_opt(&lock_guard, &[&guard.0])?
                 .map(|row| row.get(0));
             if current.as_deref() != Some(guard.1) {
                 tx.rollback()?;
                 return Ok(Err(CasConflict { current }));
             }
-            write_batch(&mut tx, puts, deletes)?;
+            write_batch(&mut tx, &statements, puts, deletes)?;
             tx.commit()?;
             Ok(Ok(()))
         })
@@ -391,7 +461,40 @@ impl Store for PostgresStore {
     }
 
     fn check(&self) -> Result<(), StoreError> {
-        self.with_client(|client| client.simple_query("SELECT 1").map(drop))
+        self.with_client(|connection| connection.client.simple_query("SELECT 1").map(drop))
+    }
+
+    fn shared(&self) -> bool {
+        true
+    }
+
+    fn node(&self) -> u64 {
+        self.node
+    }
+
+    fn node_alive(&self, node: u64) -> Result<bool, StoreError> {
+        if node == self.node {
+            return Ok(true);
+        }
+        if node == 0 {
+            return Ok(false);
+        }
+        let (high, low) = ((node >> 32) as u32, node as u32);
+        self.with_client(|connection| {
+            let alive = connection.query(NODE_ALIVE, &[&high, &low])?;
+            Ok(alive.first().is_some_and(|row| row.get(0)))
+        })
+    }
+
+    fn sweep_turn(&self) -> Result<Option<super::SweepTurn>, StoreError> {
+        blocking(|| {
+            let mut connection = connect(&self.url)?;
+            let ours: bool = connection
+                .query_one("SELECT pg_try_advisory_lock($1)", &[&SWEEP_LOCK])
+                .map_err(database)?
+                .get(0);
+            Ok(ours.then(|| Box::new(SweepConnection(Some(connection))) as super::SweepTurn))
+        })
     }
 }
 

@@ -137,6 +137,29 @@ pub(crate) struct OracleRun {
 }
 
 impl OracleRun {
+    /// The oracle's result for the call `tool(input)` in round `round`;
+    /// each of the oracle's calls answers once (`used` keeps the ones
+    /// taken). A call the oracle did not make gets an error result.
+    pub(crate) fn result_of(
+        &self,
+        round: usize,
+        tool: &str,
+        input: &Value,
+        used: &mut Vec<(usize, usize)>,
+    ) -> CallResult {
+        let calls = self.rounds.get(round).map(Vec::as_slice).unwrap_or(&[]);
+        let found = calls.iter().enumerate().position(|(index, call)| {
+            call.tool == tool && &call.input == input && !used.contains(&(round, index))
+        });
+        match found {
+            Some(index) => {
+                used.push((round, index));
+                calls[index].result.clone()
+            }
+            None => CallResult::Error(format!("the oracle made no call {tool} {input} here")),
+        }
+    }
+
     /// The calls of every round: tool name and input.
     pub(crate) fn calls(&self) -> Vec<Vec<(String, Value)>> {
         self.rounds
@@ -279,4 +302,42 @@ fn oracle_call(call: &Value) -> OracleCall {
             CallResult::Error(payload)
         },
     }
+}
+
+/// The corpus programs; `BATON_CORPUS_ONLY=<part of a file name>` keeps the
+/// matching ones (for debugging one program).
+pub(crate) fn corpus_programs() -> Vec<PathBuf> {
+    let only = std::env::var("BATON_CORPUS_ONLY").unwrap_or_default();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(root().join("tests/corpus"))
+        .unwrap_or_else(|e| panic!("tests/corpus: {e}"))
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "py"))
+        .filter(|path| path.to_string_lossy().contains(only.as_str()))
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// The traceback lines that must match: frames and the final line.
+pub(crate) fn frames(stderr: &str) -> Vec<String> {
+    let lines: Vec<&str> = stderr.lines().collect();
+    let mut kept: Vec<String> = lines
+        .iter()
+        .filter(|l| l.starts_with("  File "))
+        .map(|l| (*l).to_owned())
+        .collect();
+    if let Some(last) = lines.last() {
+        kept.push((*last).to_owned());
+    }
+    kept
+}
+
+/// The calls of each round in a canonical order: a round's calls are made
+/// together (the client runs them in parallel), and CPython's order within
+/// one can depend on set iteration (`as_completed`).
+pub(crate) fn canonical(mut rounds: Vec<Vec<(String, Value)>>) -> Vec<Vec<(String, Value)>> {
+    for round in &mut rounds {
+        round.sort_by_key(|(tool, input)| format!("{tool}\u{0}{input}"));
+    }
+    rounds
 }

@@ -52,7 +52,7 @@ fn unprivileged(program: &Path) -> Command {
     }
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .map(|address| address.port())
@@ -107,6 +107,7 @@ impl Postgres {
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start postgres: {e}"));
+        stop_at_exit(server.id() as i32, dir.path());
         let postgres = Postgres {
             _dir: dir,
             server,
@@ -146,9 +147,49 @@ impl Postgres {
 
 impl Drop for Postgres {
     fn drop(&mut self) {
-        // SIGQUIT: PostgreSQL's immediate shutdown (the data is thrown away).
-        let pid = nix::unistd::Pid::from_raw(self.server.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGQUIT);
+        let pid = self.server.id() as i32;
+        if let Ok(mut running) = RUNNING.lock() {
+            running.retain(|(running, _)| *running != pid);
+        }
+        stop(pid);
         let _ = self.server.wait();
+    }
+}
+
+/// SIGQUIT: PostgreSQL's immediate shutdown (the data is thrown away).
+fn stop(pid: i32) {
+    let pid = nix::unistd::Pid::from_raw(pid);
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGQUIT);
+}
+
+/// Servers not dropped yet, with their directories: a server kept in a
+/// `static` is never dropped, so these are stopped and removed when the
+/// test process exits.
+static RUNNING: std::sync::Mutex<Vec<(i32, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+
+fn stop_at_exit(pid: i32, dir: &Path) {
+    static REGISTER: std::sync::Once = std::sync::Once::new();
+    REGISTER.call_once(|| {
+        // SAFETY: registers a plain function with the C library.
+        unsafe {
+            libc::atexit(stop_all);
+        }
+    });
+    if let Ok(mut running) = RUNNING.lock() {
+        running.push((pid, dir.to_owned()));
+    }
+}
+
+extern "C" fn stop_all() {
+    let Ok(running) = RUNNING.lock() else {
+        return;
+    };
+    for (pid, dir) in running.iter() {
+        stop(*pid);
+        // SAFETY: waits for our own child.
+        unsafe {
+            libc::waitpid(*pid, std::ptr::null_mut(), 0);
+        }
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

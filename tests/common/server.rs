@@ -291,8 +291,7 @@ fn spawn(
 ) -> (Child, String) {
     let mut child = Command::new(binary)
         .arg("serve")
-        .arg("--listen")
-        .arg("127.0.0.1:0")
+        .args(unless_given(extra, "--listen", "127.0.0.1:0"))
         .arg("--data-dir")
         .arg(data_dir)
         .arg("--api-key")
@@ -431,3 +430,32 @@ pub(crate) fn run_program(server: &Server, code: &str) -> (Value, usize) {
     assert_eq!(status, 200, "{reply}");
     continue_until_done(reply, |paused| continue_(server, paused, answers(paused)))
 }
+
+/// `code` run under CPython 3.11 with `get_weather(city)` answering
+/// `{"city": city, "temp": 10 + len(city)}`, as `answers` does.
+pub(crate) fn cpython_stdout(code: &str) -> String {
+    let harness = format!(
+        "import ast, asyncio\n\
+         async def get_weather(city, unit=None):\n    return {{'city': city, 'temp': 10 + len(city)}}\n\
+         code = compile({code:?}, '<code>', 'exec', flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)\n\
+         result = eval(code, {{'get_weather': get_weather, 'asyncio': asyncio}})\n\
+         if result is not None:\n    asyncio.run(result)\n"
+    );
+    let output = std::process::Command::new("python3")
+        .args(["-c", &harness])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// Programs of the weather tool, each of several rounds.
+pub(crate) const PROGRAMS: &[&str] = &[
+    "total = 0\nfor city in ['a', 'bb', 'ccc', 'dddd']:\n    w = await get_weather(city=city)\n    total += w['temp']\n    print(city, w['temp'], total)\nprint('total', total)\n",
+    "a, b = await asyncio.gather(get_weather(city='Oslo'), get_weather(city='Rome'))\nc = await get_weather(city=a['city'] + b['city'])\nprint(sorted([a['temp'], b['temp'], c['temp']]))\n",
+    "seen = {}\nasync def look(city):\n    w = await get_weather(city=city)\n    seen[city] = w['temp']\n    return w\nfor c in ['x', 'yy']:\n    await look(c)\nprint(seen, sum(seen.values()))\n",
+];

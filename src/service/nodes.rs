@@ -1,0 +1,128 @@
+//! Several nodes on one store: where a continuation is best served, the
+//! nodes' addresses, and the parked children whose executions went on
+//! elsewhere.
+//!
+//! Invariants:
+//! - Routing is advice, never a decision: whichever node a continuation
+//!   reaches, the round is claimed by the one compare-and-swap of
+//!   `continuation.rs`. A continuation is left to another node only when
+//!   the execution is paused there, at the token's round, claimable, and
+//!   that node is alive and has given an address; anything else is served
+//!   here (cold when the child is elsewhere).
+//! - A node keeps a parked child only while its execution is paused on
+//!   this node: one that went on elsewhere, ended or expired is killed at
+//!   the next upkeep (and never resumed: parking checks the round). A
+//!   running child whose execution was cancelled on another node is
+//!   killed at the next upkeep too (a cancel kills only its own node's).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::state::{ExecState, NODES, Status, node_key, node_of_key, state_key};
+
+use super::Service;
+use super::error::ServiceError;
+
+/// How long what was learnt of a node (alive with an address, or not) is
+/// used for routing before it is asked again.
+const KNOWN_FOR: Duration = Duration::from_secs(1);
+
+/// What this node knows of the others, for routing: whether each is alive
+/// and its address, as of at most [`KNOWN_FOR`] ago. Stale knowledge costs
+/// at most a failed forward (then served here) or a cold resume, never a
+/// wrong answer.
+#[derive(Default)]
+pub(super) struct NodeDirectory {
+    known: Mutex<HashMap<u64, (Instant, Option<String>)>>,
+}
+
+impl NodeDirectory {
+    /// The address of `node`, from what is known or from `lookup`.
+    fn address(&self, node: u64, lookup: impl FnOnce() -> Option<String>) -> Option<String> {
+        let now = Instant::now();
+        if let Ok(known) = self.known.lock()
+            && let Some((at, address)) = known.get(&node)
+            && now.duration_since(*at) < KNOWN_FOR
+        {
+            return address.clone();
+        }
+        let address = lookup();
+        if let Ok(mut known) = self.known.lock() {
+            known.retain(|_, (at, _)| now.duration_since(*at) < KNOWN_FOR);
+            known.insert(node, (now, address.clone()));
+        }
+        address
+    }
+}
+
+impl Service {
+    /// Stores this node's address for the other nodes (`--advertise`).
+    pub fn advertise(&self, address: &str) -> Result<(), ServiceError> {
+        self.store
+            .put(&node_key(self.store.node()), address.as_bytes())
+            .map_err(ServiceError::store)
+    }
+
+    /// The address of the node whose child is parked for the paused
+    /// `state`, when that is another node, alive and with an address.
+    pub(super) fn holder_address(&self, state: &ExecState) -> Option<String> {
+        if !self.store.shared() || state.node == self.store.node() {
+            return None;
+        }
+        self.directory
+            .address(state.node, || self.lookup(state.node))
+    }
+
+    /// The address of `node` if it is alive and gave one.
+    fn lookup(&self, node: u64) -> Option<String> {
+        if !self.store.node_alive(node).ok()? {
+            return None;
+        }
+        let address = self.store.get(&node_key(node)).ok()??;
+        String::from_utf8(address).ok()
+    }
+
+    /// Kills the parked children whose executions are no longer paused on
+    /// this node (continued on another, ended, cancelled or swept there),
+    /// and the running children of executions cancelled or swept on
+    /// another node; returns how many.
+    pub fn end_stale_children(&self) -> Result<usize, ServiceError> {
+        let here = self.store.node();
+        let mut evicted = 0;
+        for id in self.engine.parked_ids() {
+            let paused_here = self
+                .stored_state(&id)?
+                .is_some_and(|s| s.status == Status::Paused && s.node == here);
+            if !paused_here && self.engine.evict(&id) {
+                evicted += 1;
+            }
+        }
+        for id in self.engine.running_ids() {
+            let gone = self
+                .stored_state(&id)?
+                .is_none_or(|s| s.status == Status::Cancelled);
+            if gone && self.engine.kill(&id) {
+                evicted += 1;
+            }
+        }
+        Ok(evicted)
+    }
+
+    /// The state of execution `id`, whoever owns it.
+    fn stored_state(&self, id: &[u8; 16]) -> Result<Option<ExecState>, ServiceError> {
+        Ok(self
+            .store
+            .get(&state_key(id))
+            .map_err(ServiceError::store)?
+            .and_then(|bytes| ExecState::decode(&bytes)))
+    }
+
+    /// Deletes the addresses of nodes that are gone.
+    pub(super) fn sweep_nodes(&self) -> Result<(), ServiceError> {
+        self.sweep_prefix(NODES, |key, _| match node_of_key(key) {
+            None => Ok(true),
+            Some(node) => Ok(!self.store.node_alive(node).map_err(ServiceError::store)?),
+        })
+    }
+}
