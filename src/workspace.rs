@@ -216,13 +216,8 @@ impl Files {
         }
     }
 
-    /// Counts every stored file for its key (at start-up).
-    pub fn count_usage(&self) -> Result<(), WorkspaceError> {
-        self.count_usage_into(&self.usage)
-    }
-
-    /// Counts the stored files into `usage`.
-    pub fn count_usage_into(&self, usage: &KeyUsage) -> Result<(), WorkspaceError> {
+    /// Counts every stored file for its key into `usage` (a recount).
+    pub fn count_usage(&self, usage: &KeyUsage) -> Result<(), WorkspaceError> {
         for head in self.store.scan_heads(FILES, HEAD_LEN) {
             let head = head?;
             let owner = head

@@ -57,6 +57,7 @@ fuzz_target!(|data: &[u8]| {
         owner: [0; 8],
         expires_at: 0,
         answered: None,
+        node: 0,
     };
     let id = record.id_hex();
     let inspection = Inspection {

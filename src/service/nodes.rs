@@ -83,18 +83,21 @@ impl Service {
         String::from_utf8(address).ok()
     }
 
-    /// Kills the parked children whose executions are no longer paused on
-    /// this node (continued on another, ended, cancelled or swept there),
+    /// Kills the parked children whose executions are no longer paused (or
+    /// pausing) on this node (continued on another, ended, cancelled or
+    /// swept there),
     /// and the running children of executions cancelled or swept on
     /// another node; returns how many.
     pub fn end_stale_children(&self) -> Result<usize, ServiceError> {
         let here = self.store.node();
         let mut evicted = 0;
         for id in self.engine.parked_ids() {
-            let paused_here = self
-                .stored_state(&id)?
-                .is_some_and(|s| s.status == Status::Paused && s.node == here);
-            if !paused_here && self.engine.evict(&id) {
+            // Running here too: a pause parks its child before its state
+            // is stored.
+            let held_here = self.stored_state(&id)?.is_some_and(|s| {
+                s.node == here && matches!(s.status, Status::Paused | Status::Running)
+            });
+            if !held_here && self.engine.evict(&id) {
                 evicted += 1;
             }
         }

@@ -14,6 +14,8 @@ use crate::state::{
 };
 
 use super::Service;
+use super::error::ServiceError;
+use super::records::slices;
 
 /// What one round of [`Service::upkeep`] did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -28,8 +30,6 @@ pub struct Upkept {
     /// Expired session files deleted.
     pub swept_files: usize,
 }
-use super::error::ServiceError;
-use super::records::slices;
 
 impl Service {
     /// Rounds left running by a dead node (a previous process of this
@@ -124,9 +124,7 @@ impl Service {
                 usage.set(Item::Execution(id), *owner, bytes, *expires_at);
             }
         }
-        self.files
-            .count_usage_into(usage)
-            .map_err(ServiceError::from)
+        self.files.count_usage(usage).map_err(ServiceError::from)
     }
 
     /// One round of upkeep, every `--sweep-secs` on every node: parked
