@@ -287,9 +287,9 @@ pub struct Secrets {
 /// `shared` store (several nodes on one database), generated keys are kept
 /// in the database instead, so that every node accepts the same API key
 /// and verifies the same tokens (a key file left in the data directory by
-/// an earlier start seeds the database).
+/// an earlier start seeds the database). The data directory exists
+/// ([`ensure_private_dir`]).
 pub fn load_secrets(args: &ServeArgs, shared: Option<&dyn Store>) -> Result<Secrets, ConfigError> {
-    ensure_private_dir(&args.data_dir)?;
     let generated = |name: &str, generate: fn() -> String, announce: bool| {
         let path = args.data_dir.join(name);
         match shared {

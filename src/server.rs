@@ -15,7 +15,7 @@ use tracing_subscriber::fmt::format::FmtSpan;
 
 use crate::api::forward::Forwarder;
 use crate::api::{AppState, router};
-use crate::config::{LogFormat, ServeArgs, load_secrets};
+use crate::config::{LogFormat, ServeArgs, ensure_private_dir, load_secrets};
 use crate::engine::{Engine, EngineConfig};
 use crate::service::{Service, ServiceConfig, Upkept};
 use crate::store::{PostgresStore, SledStore, Store};
@@ -121,6 +121,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     // Before anything is created or generated: a port in use is reported
     // with nothing written to the data directory.
     let listener = listen(args.listen).await?;
+    ensure_private_dir(&args.data_dir).map_err(|e| e.to_string())?;
     let store = open_store(&args)?;
     let shared = store.shared().then_some(store.as_ref());
     let secrets = load_secrets(&args, shared).map_err(|e| e.to_string())?;
@@ -192,12 +193,9 @@ fn open_store(args: &ServeArgs) -> Result<Arc<dyn Store>, String> {
         None if args.advertise.is_some() => Err(
             "--advertise (BATON_ADVERTISE) is for several nodes on one PostgreSQL database: give --store postgres://… too, or leave --advertise out".to_owned(),
         ),
-        None => {
-            crate::config::ensure_private_dir(&args.data_dir).map_err(|e| e.to_string())?;
-            Ok(Arc::new(
-                SledStore::open(&args.data_dir.join("store")).map_err(|e| e.to_string())?,
-            ))
-        }
+        None => Ok(Arc::new(
+            SledStore::open(&args.data_dir.join("store")).map_err(|e| e.to_string())?,
+        )),
     }
 }
 

@@ -120,6 +120,21 @@ fn start(node: &Server, code: &str) -> Value {
     reply
 }
 
+/// Starts, on `node`, a program whose second round loops `iterations`
+/// times (30 million take seconds), with the longest run-time budget; its
+/// code and first pause.
+fn start_long(node: &Server, iterations: u64) -> (String, Value) {
+    let code = format!(
+        "w = await get_weather(city='abc')\nn = 0\nfor i in range({iterations}):\n    n += i % 7\nprint(w['temp'], n)\n"
+    );
+    let (status, paused) = node.post(
+        "/exec/programmatic",
+        &json!({"code": code, "tools": weather_tools(), "timeout": 300_000}),
+    );
+    assert_eq!(status, 200, "{paused}");
+    (code, paused)
+}
+
 /// Continues `reply` to its end, round `r` on the node `pick(r)`.
 fn finish(cluster: &Cluster, mut reply: Value, pick: impl Fn(usize) -> usize) -> (Value, usize) {
     let mut rounds = 0;
@@ -190,12 +205,7 @@ fn a_killed_node_loses_only_its_children_and_a_round_it_ran_runs_again() {
 
     // A round that node 2 runs when it is killed: the client sent it to
     // node 0, which forwarded it; node 0 runs it again, cold.
-    let code = "w = await get_weather(city='abc')\nn = 0\nfor i in range(30000000):\n    n += i % 7\nprint(w['temp'], n)\n";
-    let (status, paused) = cluster.nodes[2].post(
-        "/exec/programmatic",
-        &json!({"code": code, "tools": weather_tools(), "timeout": 200_000}),
-    );
-    assert_eq!(status, 200, "{paused}");
+    let (code, paused) = start_long(&cluster.nodes[2], 30_000_000);
     let served_here = counter(&cluster.nodes[0], SERVED_HERE);
     let reply = std::thread::scope(|scope| {
         let client = scope.spawn(|| continue_(&cluster.nodes[0], &paused, answers(&paused)));
@@ -212,7 +222,7 @@ fn a_killed_node_loses_only_its_children_and_a_round_it_ran_runs_again() {
     });
     cluster.nodes[2].kill();
     assert_eq!(reply.0, 200, "{}", reply.1);
-    assert_eq!(reply.1["stdout"], cpython_stdout(code), "{}", reply.1);
+    assert_eq!(reply.1["stdout"], cpython_stdout(&code), "{}", reply.1);
     assert_eq!(counter(&cluster.nodes[0], SERVED_HERE), served_here + 1.0);
 }
 
@@ -325,12 +335,7 @@ fn upkeep_ends_stale_children_forgets_dead_nodes_and_pauses_their_rounds_again()
     // A node killed while it runs a round: the round is paused again by
     // the others' upkeep, with no client asking, and its address is
     // forgotten.
-    let code = "w = await get_weather(city='abc')\nn = 0\nfor i in range(30000000):\n    n += i % 7\nprint(w['temp'], n)\n";
-    let (status, paused) = cluster.nodes[2].post(
-        "/exec/programmatic",
-        &json!({"code": code, "tools": weather_tools(), "timeout": 200_000}),
-    );
-    assert_eq!(status, 200, "{paused}");
+    let (code, paused) = start_long(&cluster.nodes[2], 30_000_000);
     let id = paused["execution_id"].as_str().unwrap().to_owned();
     std::thread::scope(|scope| {
         let node = &cluster.nodes[2];
@@ -363,7 +368,7 @@ fn upkeep_ends_stale_children_forgets_dead_nodes_and_pauses_their_rounds_again()
     // And it goes on from that pause, on a survivor.
     let (status, done) = continue_(&cluster.nodes[1], &paused, answers(&paused));
     assert_eq!(status, 200, "{done}");
-    assert_eq!(done["stdout"], cpython_stdout(code), "{done}");
+    assert_eq!(done["stdout"], cpython_stdout(&code), "{done}");
 }
 
 /// A node started with no keys given (`--api-key`, `--signing-key`):
@@ -595,12 +600,7 @@ fn the_corpus_agrees_with_cpython_across_nodes_hot_and_cold() {
 fn a_cancel_on_one_node_ends_the_round_running_on_another() {
     let cluster = Cluster::start_with(&[Advertise::Own; 2], &["--sweep-secs", "1"]);
     // A round that would run for minutes.
-    let code = "w = await get_weather(city='abc')\nn = 0\nfor i in range(2000000000):\n    n += i % 7\nprint(n)\n";
-    let (status, paused) = cluster.nodes[0].post(
-        "/exec/programmatic",
-        &json!({"code": code, "tools": weather_tools(), "timeout": 300_000}),
-    );
-    assert_eq!(status, 200, "{paused}");
+    let (_, paused) = start_long(&cluster.nodes[0], 2_000_000_000);
     let id = paused["execution_id"].as_str().unwrap().to_owned();
     let inspect = format!("/executions/{id}");
     let began = std::time::Instant::now();

@@ -351,13 +351,14 @@ async fn exec(
                 .await;
             let result = match continued {
                 Ok(Continued::Reply(reply)) => Ok(reply),
-                Ok(Continued::HeldAt { address }) => {
-                    if let Some(response) = forward(&state, owner, &address, &headers, &body).await
-                    {
+                Ok(Continued::HeldAt { address, results }) => {
+                    let forwarded =
+                        forward_to_holder(&state, owner, &address, &headers, &body).await;
+                    if let Some(response) = forwarded {
                         return Ok(response);
                     }
                     // The holder did not answer: the round is served here.
-                    continue_here(&state, owner, &body, request_id).await
+                    continue_here(&state, owner, &token, results, request_id).await
                 }
                 Err(error) => Err(error),
             };
@@ -381,7 +382,7 @@ async fn exec(
 /// The continuation (`headers`, `body`) sent to the node at `address`,
 /// whose child is parked for it; its answer, or `None` when it must be
 /// served here (see `forward.rs`).
-async fn forward(
+async fn forward_to_holder(
     state: &AppState,
     owner: [u8; 8],
     address: &str,
@@ -410,26 +411,22 @@ async fn forward(
     answer
 }
 
-/// The continuation in `body` served on this node, whichever node holds
-/// its child.
+/// The continuation of `token` with `results` served on this node,
+/// whichever node holds its child.
 async fn continue_here(
     state: &AppState,
     owner: [u8; 8],
-    body: &Bytes,
+    token: &str,
+    results: Vec<crate::service::ToolResult>,
     request_id: Option<&str>,
 ) -> Result<crate::service::Reply, ServiceError> {
-    // The body was decoded once already: it decodes again.
-    let decoded =
-        request::decode_exec(body, request_id).map_err(|e| ServiceError::Invalid(e.to_string()))?;
-    let ExecRequest::Continue { token, results } = decoded else {
-        return Err(ServiceError::InvalidToken);
-    };
     match state
         .service
-        .continue_with(owner, &token, results, request_id, Routing::Here)
+        .continue_with(owner, token, results, request_id, Routing::Here)
         .await?
     {
         Continued::Reply(reply) => Ok(reply),
+        // Not given back with `Routing::Here`.
         Continued::HeldAt { .. } => Err(ServiceError::Unavailable(
             "the continuation could not be served".into(),
         )),

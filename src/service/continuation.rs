@@ -74,10 +74,13 @@ pub enum Continued {
     /// The answer (a pause, an end, or a retry's answer).
     Reply(Reply),
     /// The child is parked on another node, at `address`: the round was
-    /// not claimed here.
+    /// not claimed here, and the results are given back (to continue here
+    /// with [`Routing::Here`] if that node does not answer).
     HeldAt {
         /// That node's base URL (`--advertise`).
         address: String,
+        /// The client's results, untouched.
+        results: Vec<ToolResult>,
     },
 }
 
@@ -144,7 +147,7 @@ impl Service {
         if routing == Routing::ToHolder
             && let Some(address) = self.holder_address(&state)
         {
-            return Ok(Continued::HeldAt { address });
+            return Ok(Continued::HeldAt { address, results });
         }
         self.admit(owner, incoming)?;
         let claimable = Claimable {
