@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Where a request's time goes: starts `baton serve --trace-requests` on a
 fresh data directory, runs the 2-call program of issue #15 and an `/exec` of
-`print(1)` one request at a time (30 ms apart, one keep-alive connection),
+`print(1)` one request at a time (30 ms apart, `BATON_BREAKDOWN_GAP_MS`; one keep-alive
+connection),
 and prints the median time of every traced step (busy + idle, in µs) for a
 start, a continue to a pause, a continue to the end and the `/exec`.
 
@@ -20,6 +21,7 @@ import sys
 import tempfile
 import time
 
+GAP = float(os.environ.get("BATON_BREAKDOWN_GAP_MS", "30")) / 1000
 UNITS = {"ns": 1e-3, "µs": 1.0, "ms": 1e3, "s": 1e6}
 CODE = "city = await get_city()\nw = await get_weather(city=city)\nprint(city, w['t'])\n"
 TOOLS = [
@@ -49,14 +51,14 @@ def drive(port, iterations):
                                            "tool_results": [{"call_id": call["id"], "result": result}]})
 
     for _ in range(iterations):
-        time.sleep(0.03)
+        time.sleep(GAP)
         reply = post("/exec/programmatic", {"code": CODE, "tools": TOOLS})
-        time.sleep(0.03)
+        time.sleep(GAP)
         reply = answer(reply, "SF")
-        time.sleep(0.03)
+        time.sleep(GAP)
         reply = answer(reply, {"t": 1})
         assert reply["stdout"] == "SF 1\n", reply
-        time.sleep(0.03)
+        time.sleep(GAP)
         reply = post("/exec", {"lang": "py", "code": "print(1)"})
         assert reply["stdout"] == "1\n", reply
 

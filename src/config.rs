@@ -360,6 +360,8 @@ fn shared_or_generated(
         .map_err(failed)?
     {
         Ok(()) => {
+            // Durable before anyone is told it.
+            store.flush().map_err(failed)?;
             if fresh && announce {
                 println!("baton: generated API key {value}");
                 println!(

@@ -69,6 +69,10 @@ fn describe() {
         "Continuations sent to the node whose child is parked for them; `outcome` is `answered` (that node answered) or `served_here` (it could not be reached or could not serve, so this node did)."
     );
     describe_counter!(
+        "baton_forwarded_cancels_total",
+        "Cancels decided here for an execution another node runs or holds, sent on to that node so it ends the child at once; `outcome` is `delivered` or `failed` (that node's next upkeep ends it)."
+    );
+    describe_counter!(
         "baton_retried_continuations_total",
         "Continuations answered from the stored outcome of the same continuation."
     );

@@ -124,12 +124,17 @@ fn start(node: &Server, code: &str) -> Value {
 /// times (30 million take seconds), with the longest run-time budget; its
 /// code and first pause.
 fn start_long(node: &Server, iterations: u64) -> (String, Value) {
+    start_long_within(node, iterations, 300_000)
+}
+
+/// [`start_long`] with a run-time budget of `timeout_ms`.
+fn start_long_within(node: &Server, iterations: u64, timeout_ms: u64) -> (String, Value) {
     let code = format!(
         "w = await get_weather(city='abc')\nn = 0\nfor i in range({iterations}):\n    n += i % 7\nprint(w['temp'], n)\n"
     );
     let (status, paused) = node.post(
         "/exec/programmatic",
-        &json!({"code": code, "tools": weather_tools(), "timeout": 300_000}),
+        &json!({"code": code, "tools": weather_tools(), "timeout": timeout_ms}),
     );
     assert_eq!(status, 200, "{paused}");
     (code, paused)
@@ -628,4 +633,89 @@ fn a_cancel_on_one_node_ends_the_round_running_on_another() {
     assert_eq!(reply.1["error"], "Execution was cancelled", "{}", reply.1);
     let (_, shown) = cluster.nodes[0].get(&inspect, Some(common::server::KEY));
     assert_eq!(shown["status"], "cancelled", "{shown}");
+}
+
+const CANCELS_DELIVERED: &str = "baton_forwarded_cancels_total{outcome=\"delivered\"}";
+
+#[test]
+fn a_cancel_forwarded_to_the_node_running_the_round_ends_it_at_once() {
+    // No upkeep in the test's time: only the forwarded cancel can end the
+    // round, which would otherwise run into its 60 s budget.
+    let cluster = Cluster::start_with(&[Advertise::Own; 2], &["--sweep-secs", "3600"]);
+    let (_, paused) = start_long_within(&cluster.nodes[0], 2_000_000_000, 60_000);
+    let id = paused["execution_id"].as_str().unwrap().to_owned();
+    let inspect = format!("/executions/{id}");
+    let body = json!({"continuation_token": paused["continuation_token"],
+        "tool_results": answers(&paused)});
+    let (reply, cancel) = std::thread::scope(|scope| {
+        let client = scope.spawn(|| {
+            cluster.nodes[0].post_raw(
+                "/exec/programmatic",
+                &body.to_string(),
+                Some(("x-api-key", common::server::KEY)),
+                &[("x-librechat-code-request-id", "round-2-of-the-long-loop")],
+            )
+        });
+        let status =
+            || cluster.nodes[1].get(&inspect, Some(common::server::KEY)).1["status"].clone();
+        assert!(eventually(|| status() == "running"), "{}", status());
+        let cancel = cluster.nodes[1].post(
+            "/exec/programmatic/cancel",
+            &json!({"request_id": "round-2-of-the-long-loop"}),
+        );
+        (client.join().unwrap(), cancel)
+    });
+    assert_eq!(
+        (cancel.0, &cancel.1["status"]),
+        (200, &json!("cancelled")),
+        "{}",
+        cancel.1
+    );
+    assert_eq!(
+        (reply.0, &reply.1["status"], &reply.1["error"]),
+        (200, &json!("error"), &json!("Execution was cancelled")),
+        "{}",
+        reply.1
+    );
+    // Counted when the holder's answer is back (after it ended the child).
+    assert!(eventually(
+        || counter(&cluster.nodes[1], CANCELS_DELIVERED) == 1.0
+    ));
+    assert_eq!(parked(&cluster.nodes[0]), 0);
+    // Ended, not replayed in a fresh child as if it had been lost.
+    assert_eq!(cluster.counter(COLD), 0.0);
+}
+
+#[test]
+fn a_cancel_forwarded_to_the_node_holding_the_parked_child_ends_it_at_once() {
+    let cluster = Cluster::start_with(&[Advertise::Own; 2], &["--sweep-secs", "3600"]);
+    let paused = start(
+        &cluster.nodes[0],
+        "w = await get_weather(city='x')\nprint(w)\n",
+    );
+    assert_eq!(parked(&cluster.nodes[0]), 1);
+    let id = paused["execution_id"].as_str().unwrap().to_owned();
+    let (status, shown) = cluster.nodes[1].post(&format!("/executions/{id}/cancel"), &json!({}));
+    assert_eq!(
+        (status, &shown["status"]),
+        (200, &json!("cancelled")),
+        "{shown}"
+    );
+    assert!(
+        eventually(|| parked(&cluster.nodes[0]) == 0),
+        "{}",
+        parked(&cluster.nodes[0])
+    );
+    // Counted when the holder's answer is back (after it ended the child).
+    assert!(eventually(
+        || counter(&cluster.nodes[1], CANCELS_DELIVERED) == 1.0
+    ));
+    // The holder answers the cancelled execution as cancelled, with no
+    // child left to resume.
+    let (status, refused) = continue_(&cluster.nodes[0], &paused, answers(&paused));
+    assert_eq!(status, 409, "{refused}");
+    // A cancel that reaches the holder itself is not forwarded anywhere.
+    let (status, _) = cluster.nodes[0].post(&format!("/executions/{id}/cancel"), &json!({}));
+    assert_eq!(status, 200);
+    assert_eq!(counter(&cluster.nodes[0], CANCELS_DELIVERED), 0.0);
 }

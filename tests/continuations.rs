@@ -10,7 +10,8 @@
 //! - cancel works with the request id of a continuation, remembers an id
 //!   that comes before its request, refuses a second request in flight with
 //!   the same id, says when the execution had already ended, and is scoped
-//!   to the API key.
+//!   to the API key; a cancel ends the round it finds running, which is
+//!   never run again.
 
 mod common;
 
@@ -219,6 +220,56 @@ fn cancel_follows_the_request_ids_of_continuations() {
         "/executions/{}",
         paused["execution_id"].as_str().unwrap_or_default()
     );
+    assert_eq!(server.get(&inspect, Some(KEY)).1["status"], "cancelled");
+}
+
+/// A counter of the server's `/metrics` (0 before it first counts).
+fn counter(server: &Server, name: &str) -> f64 {
+    server
+        .get_text("/metrics")
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[test]
+fn a_cancelled_round_ends_at_once_and_is_never_run_again() {
+    let (_dir, server) = server();
+    // Its second round would run for minutes, past its 60 s budget.
+    let code = "w = await get_weather(city='a')\nn = 0\nfor i in range(2_000_000_000):\n    n += i % 7\nprint(n)\n";
+    let (status, paused) = server.post(
+        "/exec/programmatic",
+        &json!({"code": code, "tools": weather_tools(), "timeout": 60_000}),
+    );
+    assert_eq!(status, 200, "{paused}");
+    let inspect = format!(
+        "/executions/{}",
+        paused["execution_id"].as_str().unwrap_or_default()
+    );
+    let (reply, cancelled) = std::thread::scope(|scope| {
+        let client = scope.spawn(|| continue_with_id(&server, &paused, "long-round"));
+        while server.get(&inspect, Some(KEY)).1["status"] != "running" {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let cancelled = cancel(&server, "long-round", KEY);
+        (
+            client
+                .join()
+                .unwrap_or_else(|_| panic!("the client failed")),
+            cancelled,
+        )
+    });
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    assert_eq!(
+        (reply.0, &reply.1["status"], &reply.1["error"]),
+        (200, &json!("error"), &json!("Execution was cancelled")),
+        "{}",
+        reply.1
+    );
+    // The round ran once, in its parked child: its death was not taken for
+    // a lost child and replayed in a fresh one.
+    assert_eq!(counter(&server, "baton_cold_resumes_total"), 0.0);
+    assert_eq!(counter(&server, "baton_executions_cancelled_total"), 1.0);
     assert_eq!(server.get(&inspect, Some(KEY)).1["status"], "cancelled");
 }
 

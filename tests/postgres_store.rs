@@ -9,6 +9,9 @@
 //! - Over HTTP, a server on PostgreSQL killed with `SIGKILL` after every
 //!   pause resumes each execution cold from the database, and prints what
 //!   CPython prints with the same tool answers.
+//! - Every pause handed out survives a crash of PostgreSQL itself (an
+//!   immediate shutdown, with the log writer held off): writes commit
+//!   asynchronously, and the pause's flush is what puts them on disk.
 //! - A schema newer than the build is refused with a sentence. (Several
 //!   servers on one database: `tests/cluster.rs`.)
 
@@ -151,6 +154,73 @@ fn a_server_on_postgres_killed_after_every_pause_resumes_cold_and_agrees_with_cp
     }
     // Nothing was kept in the data directory: the database has it all.
     assert!(!dir.path().join("store").exists());
+}
+
+#[test]
+fn every_pause_handed_out_survives_a_crash_of_the_database() {
+    // PostgreSQL's log writer would write asynchronous commits within
+    // 10 s: only the flush before each token can have put them on disk.
+    let mut postgres = Postgres::start_with(&["wal_writer_delay=10000ms"]);
+    let url = postgres.database("crash");
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), &["--store", &url]);
+    for code in &PROGRAMS[..2] {
+        let (status, mut reply) = server.post(
+            "/exec/programmatic",
+            &json!({"code": code, "tools": weather_tools()}),
+        );
+        let mut rounds = 0;
+        while reply["status"] == "tool_call_required" {
+            assert_eq!(status, 200, "{reply}");
+            // Nothing may write after the token: the server is killed
+            // first, then the database crashes and recovers.
+            server.kill();
+            postgres.crash_and_restart();
+            server.restart();
+            let (status, next) = continue_(&server, &reply, answers(&reply));
+            assert_eq!(status, 200, "round {rounds} of {code}: {next}");
+            reply = next;
+            rounds += 1;
+        }
+        assert_eq!(reply["status"], "completed", "{reply}");
+        assert!(rounds >= 2, "{code}");
+        assert_eq!(reply["stdout"], cpython_stdout(code), "{code}");
+    }
+}
+
+/// The keys of the rows the nodes' flushes write.
+fn flush_rows(url: &str) -> Vec<Vec<u8>> {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    client
+        .query("SELECT key FROM baton_kv ORDER BY key", &[])
+        .unwrap()
+        .iter()
+        .map(|row| row.get::<_, Vec<u8>>(0))
+        .filter(|key| key.starts_with(b"\x00baton/flush/"))
+        .collect()
+}
+
+#[test]
+fn a_killed_nodes_flush_row_is_deleted_by_the_next_node_that_starts() {
+    let url = postgres().database("flushrows");
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), &["--store", &url]);
+    let pause = |server: &Server| {
+        let (status, paused) = server.post(
+            "/exec/programmatic",
+            &json!({"code": PROGRAMS[0], "tools": weather_tools()}),
+        );
+        assert_eq!(status, 200, "{paused}");
+    };
+    pause(&server);
+    let first = flush_rows(&url);
+    assert_eq!(first.len(), 1, "{first:?}");
+    server.kill();
+    server.restart();
+    pause(&server);
+    let second = flush_rows(&url);
+    assert_eq!(second.len(), 1, "{second:?}");
+    assert_ne!(first, second);
 }
 
 #[test]

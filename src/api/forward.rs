@@ -1,19 +1,23 @@
-//! Forwarding a continuation to the node whose child is parked for it
-//! (several nodes on one PostgreSQL store): that node resumes it hot,
-//! where any other node would replay it cold.
+//! Forwarding to the node that holds an execution's child (several nodes
+//! on one PostgreSQL store): a continuation, which that node resumes hot
+//! where any other node would replay it cold; and a cancel decided here,
+//! so that it ends at once the round running there or the child parked
+//! there.
 //!
-//! The forwarded request is the client's own: the same body, the same API
-//! key (which authenticates it at the other node, as it did here), the
-//! same request id, and [`FORWARDED`] so that it is never forwarded again.
+//! The forwarded request is the client's own: the same path and body, the
+//! same API key (which authenticates it at the other node, as it did
+//! here), the same request id, and [`FORWARDED`] so that it is never
+//! forwarded again.
 //!
 //! Invariants:
 //! - Forwarding is an optimisation, never needed for correctness: when the
 //!   owner cannot be reached within [`CONNECT_TIMEOUT`], or the exchange
 //!   breaks, or the owner answers that it cannot serve (502, 503, 504),
 //!   the continuation is served here (the round's claim decides who runs
-//!   it, exactly once).
-//! - Nothing else is forwarded: a start, a cancel or an inspection is
-//!   served by the node that receives it.
+//!   it, exactly once), and a cancel's child is ended by its node's next
+//!   upkeep.
+//! - Nothing else is forwarded: a start or an inspection is served by the
+//!   node that receives it, and a cancel is decided by it.
 
 use std::time::Duration;
 
@@ -66,15 +70,16 @@ impl Forwarder {
         }
     }
 
-    /// Sends the continuation (`headers`, `body`) to the node at
+    /// Sends the request to `path` (`headers`, `body`) to the node at
     /// `address`; its answer, or `None` when it must be served here.
     pub async fn forward(
         &self,
         address: &str,
+        path: &str,
         headers: &HeaderMap,
         body: Bytes,
     ) -> Option<Response> {
-        let uri = format!("{}/exec/programmatic", address.trim_end_matches('/'));
+        let uri = format!("{}{path}", address.trim_end_matches('/'));
         let mut request = Request::post(uri).body(Full::new(body)).ok()?;
         for name in KEPT_HEADERS {
             if let Some(value) = headers.get(name) {

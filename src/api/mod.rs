@@ -32,7 +32,9 @@ use axum::routing::{get, post};
 use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
-use crate::service::{Continued, ListQuery, Routing, Service, ServiceError};
+use crate::service::{
+    CancelOutcome, Cancellation, Continued, ListQuery, Routing, Service, ServiceError,
+};
 use crate::timing::step;
 use crate::token::key_identity;
 use error::ApiError;
@@ -391,7 +393,7 @@ async fn forward_to_holder(
 ) -> Option<Response> {
     let forwarder = state.forwarder.as_ref()?;
     let answer = forwarder
-        .forward(address, headers, body.clone())
+        .forward(address, "/exec/programmatic", headers, body.clone())
         .instrument(step!("forward"))
         .await;
     let outcome = if answer.is_some() {
@@ -433,6 +435,57 @@ async fn continue_here(
     }
 }
 
+/// How long the node that holds a cancelled execution's child may take to
+/// answer the forwarded cancel (it only kills a child).
+const CANCEL_FORWARD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A cancel's outcome; when it was decided here for an execution that
+/// another node holds, the cancel (`path`, `headers`, `body`) is forwarded
+/// there in the background, so that node ends its child at once (see
+/// `forward.rs`; its next upkeep does, if it does not hear).
+fn tell_holder(
+    state: &Arc<AppState>,
+    owner: [u8; 8],
+    path: &str,
+    headers: &HeaderMap,
+    body: &Bytes,
+    result: Result<Cancellation, ServiceError>,
+) -> Result<CancelOutcome, ServiceError> {
+    let cancellation = result?;
+    if let Some(address) = cancellation.held_at
+        && state.forwarder.is_some()
+        && !headers.contains_key(forward::FORWARDED)
+    {
+        let (state, path, headers, body) = (
+            state.clone(),
+            path.to_owned(),
+            headers.clone(),
+            body.clone(),
+        );
+        tokio::spawn(async move {
+            let Some(forwarder) = state.forwarder.as_ref() else {
+                return;
+            };
+            let forwarded = forwarder.forward(&address, &path, &headers, body);
+            let answer = tokio::time::timeout(CANCEL_FORWARD_TIMEOUT, forwarded).await;
+            let outcome = match &answer {
+                Ok(Some(response)) if response.status().is_success() => "delivered",
+                _ => "failed",
+            };
+            metrics::counter!("baton_forwarded_cancels_total", "outcome" => outcome).increment(1);
+            tracing::info!(
+                target: "baton::requests",
+                request = "cancel",
+                key = %hex::encode(owner),
+                forwarded_to = %address,
+                outcome,
+                "cancel sent to the node that holds the execution's child"
+            );
+        });
+    }
+    Ok(cancellation.outcome)
+}
+
 /// The client's id for a request (`X-LibreChat-Code-Request-ID`), for cancel.
 fn client_request_id(headers: &HeaderMap) -> Option<&str> {
     headers
@@ -454,6 +507,14 @@ async fn cancel(
     let request_id = request::decode_cancel(&body)?;
     let log = RequestLog::begin("cancel", owner);
     let result = state.service.cancel(owner, &request_id).await;
+    let result = tell_holder(
+        &state,
+        owner,
+        "/exec/programmatic/cancel",
+        &headers,
+        &body,
+        result,
+    );
     log.cancelled(Cancelled::Request(&request_id), &result);
     Ok(Json(CancelView::new(request_id, result?)).into_response())
 }
@@ -555,6 +616,8 @@ async fn cancel_execution(
         state.service.cancel_execution(owner, execution).await
     }
     .await;
+    let path = format!("/executions/{id}/cancel");
+    let result = tell_holder(&state, owner, &path, &headers, &Bytes::new(), result);
     log.cancelled(Cancelled::Execution(&id), &result);
     result?;
     execution_view(&state, owner, &id)

@@ -216,6 +216,7 @@ impl Engine {
                 // A child that died before answering (killed or OOM-killed
                 // while parked, or dying then) left the record untouched:
                 // replay instead, as when the frame cannot even be written.
+                // (One a cancel killed answers `Cancelled`: not replayed.)
                 if !matches!(&step, Step::Failed(Failure::Crashed(_))) {
                     return Ok((step, ResumeKind::Hot));
                 }
@@ -234,12 +235,13 @@ impl Engine {
         self.parked.evict(id)
     }
 
-    /// Kills the child of an execution, running or parked. Returns whether
-    /// there was one.
+    /// Kills the child of an execution that ended (was cancelled, or is
+    /// gone), running or parked; the step it was running is not run again.
+    /// Returns whether there was one.
     pub fn kill(&self, id: &[u8; 16]) -> bool {
         let running = self.running().get(id).cloned();
         if let Some(killer) = &running {
-            killer.kill();
+            killer.end_execution();
         }
         self.evict(id) || running.is_some()
     }
@@ -571,8 +573,12 @@ fn append_capped(target: &mut String, text: &str, cap: u64) {
 
 /// The failure of an execution whose child's socket failed: it died
 /// (killed, or ended by an interpreter panic, `src/vm/panics.rs`), or sent
-/// what is not a frame.
+/// what is not a frame. `Cancelled` when a cancel killed it
+/// ([`Engine::kill`]): the step is not run again.
 fn lost_child(record: &ExecutionRecord, child: &ChildProc, error: FrameError) -> Step {
+    if child.killer.execution_ended() {
+        return Step::Failed(Failure::Cancelled);
+    }
     if let FrameError::Closed = error {
         tracing::warn!(execution = %record.id_hex(), "the interpreter process died");
         return Step::Failed(Failure::Crashed("the interpreter process died".into()));

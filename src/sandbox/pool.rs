@@ -50,9 +50,24 @@ const ZYGOTE_WAIT: Duration = Duration::from_secs(10);
 pub struct ChildKiller {
     pid: i32,
     pidfd: Option<OwnedFd>,
+    /// Set when the child was killed because its execution ended (a
+    /// cancel): what it was running must not be run again elsewhere.
+    ended: AtomicBool,
 }
 
 impl ChildKiller {
+    /// Kills the child because its execution ended (was cancelled): a
+    /// step that finds it dead does not run it again.
+    pub fn end_execution(&self) {
+        self.ended.store(true, Ordering::Release);
+        self.kill();
+    }
+
+    /// Whether [`ChildKiller::end_execution`] killed it.
+    pub fn execution_ended(&self) -> bool {
+        self.ended.load(Ordering::Acquire)
+    }
+
     /// Kills the child at once (nothing if it is gone).
     pub fn kill(&self) {
         match &self.pidfd {
@@ -95,6 +110,7 @@ impl ChildProc {
             killer: Arc::new(ChildKiller {
                 pid: forked.pid,
                 pidfd: forked.pidfd,
+                ended: AtomicBool::new(false),
             }),
         })
     }

@@ -2,6 +2,15 @@
 //! names has come, or (for operators) by execution id. A cancelled
 //! execution keeps, instead of its record, an outcome with what it printed
 //! and the calls it made up to its last pause, for inspection.
+//!
+//! Invariants:
+//! - The cancel is decided here, by one compare-and-swap of the state;
+//!   the child is ended by the node that has it: this one at once, another
+//!   one when it is told ([`Cancellation::held_at`]: the API forwards the
+//!   cancel there) or, failing that, at its next upkeep.
+//! - Cancelling a cancelled execution again ends this node's child of it,
+//!   if any: that is how the node that held it hears of a cancel decided
+//!   elsewhere.
 
 use crate::failure::Failure;
 use crate::journal::ExecutionRecord;
@@ -12,7 +21,7 @@ use crate::state::{
 };
 
 use super::error::ServiceError;
-use super::messages::{CancelOutcome, Reply, cancelled_reply};
+use super::messages::{CancelOutcome, Cancellation, Reply, cancelled_reply};
 use super::records::slices;
 use super::{EARLY_CANCEL_SECS, Service, now_secs};
 
@@ -24,7 +33,7 @@ impl Service {
         &self,
         owner: [u8; 8],
         request_id: &str,
-    ) -> Result<CancelOutcome, ServiceError> {
+    ) -> Result<Cancellation, ServiceError> {
         let link = self
             .store
             .get(&request_key(owner, request_id))
@@ -37,12 +46,12 @@ impl Service {
             self.store
                 .put(&early_cancel_key(owner, request_id), &early.encode())
                 .map_err(ServiceError::store)?;
-            return Ok(CancelOutcome::Pending);
+            return Ok(CancelOutcome::Pending.into());
         };
         match self.cancel_execution(owner, link.execution).await {
             // Swept since: it ended long ago, and a cancel is what the
             // client last asked for.
-            Err(ServiceError::NotFound) => Ok(CancelOutcome::Ended(Status::Cancelled)),
+            Err(ServiceError::NotFound) => Ok(CancelOutcome::Ended(Status::Cancelled).into()),
             other => other,
         }
     }
@@ -53,13 +62,18 @@ impl Service {
         &self,
         owner: [u8; 8],
         id: [u8; 16],
-    ) -> Result<CancelOutcome, ServiceError> {
+    ) -> Result<Cancellation, ServiceError> {
         loop {
             let (bytes, state) = self.load_state(&id, owner)?;
             match state.status {
-                Status::Cancelled => return Ok(CancelOutcome::Cancelled),
+                Status::Cancelled => {
+                    // Decided before, perhaps on another node: this
+                    // node's child of it, if any, ends now.
+                    self.engine.kill(&id);
+                    return Ok(CancelOutcome::Cancelled.into());
+                }
                 Status::Completed | Status::Failed => {
-                    return Ok(CancelOutcome::Ended(state.status));
+                    return Ok(CancelOutcome::Ended(state.status).into());
                 }
                 Status::Running | Status::Paused => {}
             }
@@ -78,7 +92,10 @@ impl Service {
                 let record = self.record_for_round(&id, state.round).ok();
                 self.forget_cancelled(&id, &cancelled, None, record.as_ref())
                     .await?;
-                return Ok(CancelOutcome::Cancelled);
+                return Ok(Cancellation {
+                    outcome: CancelOutcome::Cancelled,
+                    held_at: self.holder_address(&state),
+                });
             }
         }
     }

@@ -116,6 +116,27 @@ pub enum CancelOutcome {
     Pending,
 }
 
+/// A cancel's outcome, and where the execution was held when that is
+/// another node (alive, with an address): a round running there, or a
+/// child parked there, is ended only when that node hears of the cancel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cancellation {
+    /// What the cancel found.
+    pub outcome: CancelOutcome,
+    /// The base URL of the node that ran or held the execution, when it is
+    /// not this one.
+    pub held_at: Option<String>,
+}
+
+impl From<CancelOutcome> for Cancellation {
+    fn from(outcome: CancelOutcome) -> Self {
+        Cancellation {
+            outcome,
+            held_at: None,
+        }
+    }
+}
+
 /// What an operator sees of an execution: its state, and its record while
 /// it can run or its outcome once it ended.
 #[derive(Debug)]

@@ -46,7 +46,9 @@ pub use continuation::{Continued, Routing, order_results};
 pub use error::ServiceError;
 use listing::shown_status;
 pub use listing::{ListQuery, Listed, Listing, MAX_PAGE};
-pub use messages::{CancelOutcome, FileRef, Inspection, Reply, StartRequest, ToolResult};
+pub use messages::{
+    CancelOutcome, Cancellation, FileRef, Inspection, Reply, StartRequest, ToolResult,
+};
 pub use upkeep::Upkept;
 
 /// How long a cancel that came before its request is remembered, seconds.

@@ -11,9 +11,10 @@
 //!   here (cold when the child is elsewhere).
 //! - A node keeps a parked child only while its execution is paused on
 //!   this node: one that went on elsewhere, ended or expired is killed at
-//!   the next upkeep (and never resumed: parking checks the round). A
-//!   running child whose execution was cancelled on another node is
-//!   killed at the next upkeep too (a cancel kills only its own node's).
+//!   the next upkeep (and never resumed: parking checks the round). The
+//!   child of an execution cancelled on another node, running or parked,
+//!   is killed when that node forwards the cancel here (`cancel.rs`), and
+//!   else at the next upkeep.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -64,8 +65,9 @@ impl Service {
             .map_err(ServiceError::store)
     }
 
-    /// The address of the node whose child is parked for the paused
-    /// `state`, when that is another node, alive and with an address.
+    /// The address of the node that wrote `state` (whose child is parked
+    /// for it, or runs its round), when that is another node, alive and
+    /// with an address.
     pub(super) fn holder_address(&self, state: &ExecState) -> Option<String> {
         if !self.store.shared() || state.node == self.store.node() {
             return None;

@@ -164,6 +164,8 @@ impl Service {
                     .map_err(ServiceError::from)?;
                 self.end(record, &state, None, files).await
             }
+            // Its child was killed by a cancel (decided and stored by it).
+            Step::Failed(Failure::Cancelled) => Err(ServiceError::Cancelled),
             Step::Failed(failure) => {
                 metrics::counter!("baton_executions_failed_total", "kind" => failure.kind())
                     .increment(1);

@@ -1,9 +1,15 @@
 //! A [`Store`] on PostgreSQL (`--store postgres://…`): one table of keys
 //! and values, the same contract as the embedded sled store.
 //!
-//! Every write is its own committed transaction (with
-//! `synchronous_commit = on`, set on each connection), so it is durable
-//! when the call returns and [`Store::flush`] has nothing left to do.
+//! Every write is its own committed transaction, visible to every node
+//! when the call returns, and durable at the next [`Store::flush`], as in
+//! the embedded store: writes commit with `synchronous_commit = off` (no
+//! wait for PostgreSQL's log to reach the disk), and a flush commits one
+//! transaction with `synchronous_commit = on`, which returns once the log
+//! is on disk (and on the synchronous standbys, if any) up to its own
+//! commit, past every write committed before it. So a step costs one
+//! wait for the disk, not one per write (a start wrote three, a continue
+//! two), and flushes of concurrent steps are shared by the group commit.
 //! Compare-and-swap is a conditional `UPDATE`/`INSERT`/`DELETE`; a guarded
 //! batch locks its guard's row (`SELECT … FOR UPDATE`) in the batch's
 //! transaction. Scans read pages of [`SCAN_PAGE`] keys in key order
@@ -21,11 +27,15 @@
 //!   killed, within about 10 s when its machine vanishes).
 //! - One node sweeps at a time: the sweeper's turn is [`SWEEP_LOCK`], held
 //!   on a connection of its own that is closed when the turn ends.
+//! - A flush covers every write whose call returned before the flush
+//!   began; it skips the database when no write was made since the last
+//!   flush that covered them all.
 //! - Calls block their thread: on a tokio worker they run inside
 //!   `block_in_place`.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use postgres::{Client, NoTls, Row, Statement};
 
@@ -55,6 +65,28 @@ pub struct PostgresStore {
     node: u64,
     /// The connection that holds the node's lock.
     node_lock: Mutex<Option<Client>>,
+    /// Writes whose call returned, counted from open.
+    written: AtomicU64,
+    /// The count of writes the last flush covered.
+    flushed: AtomicU64,
+    /// This node's [`flush_transaction`].
+    flush_sql: String,
+}
+
+/// Where each node's flushes write (a transaction that writes nothing
+/// commits without waiting for the disk, whatever its settings).
+const FLUSH_ROWS: &[u8] = b"\x00baton/flush/";
+
+/// The transaction of a flush by `node`: it rewrites the node's own row
+/// (no other node waits for its lock) and commits synchronously, so it
+/// returns once PostgreSQL's log is on disk up to its commit.
+fn flush_transaction(node: u64) -> String {
+    let key = hex::encode([FLUSH_ROWS, &node.to_be_bytes()[..]].concat());
+    format!(
+        "BEGIN; SET LOCAL synchronous_commit = on; \
+         INSERT INTO baton_kv (key, value) VALUES ('\\x{key}', '\\x') \
+         ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value; COMMIT"
+    )
 }
 
 fn database(error: postgres::Error) -> StoreError {
@@ -74,7 +106,7 @@ fn connect(url: &str) -> Result<Client, StoreError> {
     }
     let mut client = config.connect(NoTls).map_err(refused)?;
     client
-        .batch_execute("SET synchronous_commit = on; SET client_min_messages = warning")
+        .batch_execute("SET synchronous_commit = off; SET client_min_messages = warning")
         .map_err(database)?;
     Ok(client)
 }
@@ -106,6 +138,13 @@ impl PostgresStore {
     /// Connects to `url`, creates or migrates the schema, and joins the
     /// nodes that use the database (with a new node id).
     pub fn open(url: &str) -> Result<Self, StoreError> {
+        let store = Self::join(url)?;
+        store.forget_flush_rows_of_dead_nodes();
+        Ok(store)
+    }
+
+    /// [`PostgresStore::open`]'s connection, schema and node lock.
+    fn join(url: &str) -> Result<Self, StoreError> {
         blocking(|| {
             let mut connection = connect(url)?;
             migrate(&mut connection)?;
@@ -116,6 +155,9 @@ impl PostgresStore {
                 idle: Mutex::new(Vec::new()),
                 node,
                 node_lock: Mutex::new(Some(connection)),
+                written: AtomicU64::new(0),
+                flushed: AtomicU64::new(0),
+                flush_sql: flush_transaction(node),
             })
         })
     }
@@ -141,6 +183,36 @@ impl PostgresStore {
             }
             result
         })
+    }
+
+    /// Deletes the flush rows of nodes that are gone (killed nodes leave
+    /// theirs); a failure only leaves them for the next node that starts.
+    fn forget_flush_rows_of_dead_nodes(&self) {
+        let keys: Vec<Vec<u8>> = self
+            .scan_prefix(FLUSH_ROWS)
+            .filter_map(|pair| pair.ok().map(|(key, _)| key))
+            .collect();
+        for key in keys {
+            let node = key
+                .strip_prefix(FLUSH_ROWS)
+                .and_then(|id| id.try_into().ok())
+                .map(u64::from_be_bytes);
+            let dead = node.is_none_or(|node| self.node_alive(node).is_ok_and(|alive| !alive));
+            if dead {
+                let _ = self.delete(&key);
+            }
+        }
+    }
+
+    /// [`PostgresStore::with_client`] for a write: counted once it
+    /// returns, for the next flush.
+    fn write<T>(
+        &self,
+        work: impl FnOnce(&mut Connection) -> Result<T, postgres::Error>,
+    ) -> Result<T, StoreError> {
+        let result = self.with_client(work);
+        self.written.fetch_add(1, Ordering::AcqRel);
+        result
     }
 
     /// One page of a scan: the keys that start with `prefix`, after
@@ -364,11 +436,11 @@ impl Store for PostgresStore {
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
-        self.with_client(|connection| connection.execute(UPSERT, &[&key, &value]).map(drop))
+        self.write(|connection| connection.execute(UPSERT, &[&key, &value]).map(drop))
     }
 
     fn delete(&self, key: &[u8]) -> Result<(), StoreError> {
-        self.with_client(|connection| connection.execute(DELETE, &[&key]).map(drop))
+        self.write(|connection| connection.execute(DELETE, &[&key]).map(drop))
     }
 
     fn compare_and_swap(
@@ -377,7 +449,7 @@ impl Store for PostgresStore {
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> CasResult {
-        self.with_client(|connection| {
+        self.write(|connection| {
             let changed = match (expected, new) {
                 (Some(old), Some(value)) => connection.execute(UPDATE_IF, &[&key, &old, &value])?,
                 (Some(old), None) => connection.execute(DELETE_IF, &[&key, &old])?,
@@ -424,7 +496,7 @@ impl Store for PostgresStore {
     }
 
     fn apply_batch(&self, puts: &[(&[u8], &[u8])], deletes: &[&[u8]]) -> Result<(), StoreError> {
-        self.with_client(|connection| {
+        self.write(|connection| {
             let statements = connection.batch_statements()?;
             let mut tx = connection.client.transaction()?;
             write_batch(&mut tx, &statements, puts, deletes)?;
@@ -438,7 +510,7 @@ impl Store for PostgresStore {
         puts: &[(&[u8], &[u8])],
         deletes: &[&[u8]],
     ) -> CasResult {
-        self.with_client(|connection| {
+        self.write(|connection| {
             let statements = connection.batch_statements()?;
             let lock_guard = connection.statement(SELECT_FOR_UPDATE)?;
             let mut tx = connection.client.transaction()?;
@@ -456,7 +528,12 @@ impl Store for PostgresStore {
     }
 
     fn flush(&self) -> Result<(), StoreError> {
-        // Every write committed (synchronously) before it returned.
+        let written = self.written.load(Ordering::Acquire);
+        if self.flushed.load(Ordering::Acquire) >= written {
+            return Ok(());
+        }
+        self.with_client(|connection| connection.client.batch_execute(&self.flush_sql))?;
+        self.flushed.fetch_max(written, Ordering::AcqRel);
         Ok(())
     }
 

@@ -13,9 +13,11 @@ use std::time::{Duration, Instant};
 
 /// A running PostgreSQL server, stopped when dropped.
 pub(crate) struct Postgres {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     server: Child,
     port: u16,
+    /// Its settings beyond the defaults (`-c name=value` each).
+    settings: Vec<String>,
 }
 
 /// The directory of PostgreSQL's server binaries.
@@ -62,7 +64,11 @@ pub(crate) fn free_port() -> u16 {
 impl Postgres {
     /// Creates a cluster and starts its server; waits until it answers.
     pub(crate) fn start() -> Postgres {
-        let bin = binaries();
+        Self::start_with(&[])
+    }
+
+    /// [`Postgres::start`] with `settings` (`name=value`, as `-c` takes).
+    pub(crate) fn start_with(settings: &[&str]) -> Postgres {
         let dir = tempfile::Builder::new()
             .prefix("baton-pg-")
             .tempdir_in("/tmp")
@@ -73,7 +79,7 @@ impl Postgres {
             let group = Some(nix::unistd::Gid::from_raw(65534));
             nix::unistd::chown(dir.path(), nobody, group).unwrap_or_else(|e| panic!("{e}"));
         }
-        let initdb = unprivileged(&bin.join("initdb"))
+        let initdb = unprivileged(&binaries().join("initdb"))
             .args([
                 "--auth=trust",
                 "--username=baton",
@@ -92,29 +98,33 @@ impl Postgres {
             String::from_utf8_lossy(&initdb.stderr)
         );
         let port = free_port();
-        let server = unprivileged(&bin.join("postgres"))
-            .arg("-D")
-            .arg(&data)
-            .args(["-c", "listen_addresses=127.0.0.1", "-c"])
-            .arg(format!("port={port}"))
-            .args([
-                "-c",
-                "unix_socket_directories=",
-                "-c",
-                "max_connections=200",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start postgres: {e}"));
+        let settings: Vec<String> = settings.iter().map(|s| (*s).to_owned()).collect();
+        let server = spawn_server(&data, port, &settings);
         stop_at_exit(server.id() as i32, dir.path());
         let postgres = Postgres {
-            _dir: dir,
+            dir,
             server,
             port,
+            settings,
         };
         postgres.wait_ready();
         postgres
+    }
+
+    /// Crashes the server (an immediate shutdown: what its memory held and
+    /// had not written is lost, as in a power cut of the database alone)
+    /// and starts it again on the same data, which it recovers from its
+    /// log; waits until it answers.
+    pub(crate) fn crash_and_restart(&mut self) {
+        let pid = self.server.id() as i32;
+        stop(pid);
+        let _ = self.server.wait();
+        if let Ok(mut running) = RUNNING.lock() {
+            running.retain(|(running, _)| *running != pid);
+        }
+        self.server = spawn_server(&self.dir.path().join("data"), self.port, &self.settings);
+        stop_at_exit(self.server.id() as i32, self.dir.path());
+        self.wait_ready();
     }
 
     fn admin_url(&self) -> String {
@@ -156,7 +166,32 @@ impl Drop for Postgres {
     }
 }
 
-/// SIGQUIT: PostgreSQL's immediate shutdown (the data is thrown away).
+/// The server on `data`, listening on loopback `port` only, with
+/// `settings`.
+fn spawn_server(data: &Path, port: u16, settings: &[String]) -> Child {
+    let mut server = unprivileged(&binaries().join("postgres"));
+    server
+        .arg("-D")
+        .arg(data)
+        .args(["-c", "listen_addresses=127.0.0.1", "-c"])
+        .arg(format!("port={port}"))
+        .args([
+            "-c",
+            "unix_socket_directories=",
+            "-c",
+            "max_connections=200",
+        ]);
+    for setting in settings {
+        server.args(["-c", setting]);
+    }
+    server
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start postgres: {e}"))
+}
+
+/// SIGQUIT: PostgreSQL's immediate shutdown (what is not on disk is lost).
 fn stop(pid: i32) {
     let pid = nix::unistd::Pid::from_raw(pid);
     let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGQUIT);
