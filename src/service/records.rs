@@ -171,6 +171,18 @@ impl Service {
         self.record_keys(id)
     }
 
+    /// [`Service::forget_record`] for a record in hand: the keys of its
+    /// parts follow from its rounds (a round part exists only for a round
+    /// the record has), so nothing is read from the store.
+    pub(super) fn forget_parts_of(&self, record: &ExecutionRecord) -> Vec<Vec<u8>> {
+        self.records.remove(&record.id);
+        let id = &record.id;
+        let rounds = u32::try_from(record.rounds.len()).unwrap_or(u32::MAX);
+        let mut keys = vec![record_key(id), progress_key(id)];
+        keys.extend((0..rounds).map(|index| round_key(id, index)));
+        keys
+    }
+
     /// The keys of every stored part of an execution's record.
     fn record_keys(&self, id: &[u8; 16]) -> Result<Vec<Vec<u8>>, ServiceError> {
         let mut keys = vec![record_key(id), progress_key(id)];

@@ -261,7 +261,7 @@ impl Service {
         } else {
             Flush::BeforeReply
         };
-        let record_keys = self.forget_record(&record.id)?;
+        let record_keys = self.forget_parts_of(record);
         let deletes = slices(&record_keys);
         self.write_batch(
             state,
