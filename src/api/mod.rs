@@ -401,16 +401,34 @@ async fn forward_to_holder(
     } else {
         "served_here"
     };
-    metrics::counter!("baton_forwarded_continuations_total", "outcome" => outcome).increment(1);
+    count_forward(
+        "baton_forwarded_continuations_total",
+        "continue",
+        owner,
+        address,
+        outcome,
+    );
+    answer
+}
+
+/// Counts a request forwarded to the node that holds an execution's child
+/// (`metric`, by `outcome`) and logs it, one `baton::requests` line.
+fn count_forward(
+    metric: &'static str,
+    request: &'static str,
+    owner: [u8; 8],
+    address: &str,
+    outcome: &'static str,
+) {
+    metrics::counter!(metric, "outcome" => outcome).increment(1);
     tracing::info!(
         target: "baton::requests",
-        request = "continue",
+        request,
         key = %hex::encode(owner),
         forwarded_to = %address,
         outcome,
-        "continuation sent to the node whose child is parked for it"
+        "request sent to the node that holds the execution's child"
     );
-    answer
 }
 
 /// The continuation of `token` with `results` served on this node,
@@ -472,14 +490,12 @@ fn tell_holder(
                 Ok(Some(response)) if response.status().is_success() => "delivered",
                 _ => "failed",
             };
-            metrics::counter!("baton_forwarded_cancels_total", "outcome" => outcome).increment(1);
-            tracing::info!(
-                target: "baton::requests",
-                request = "cancel",
-                key = %hex::encode(owner),
-                forwarded_to = %address,
+            count_forward(
+                "baton_forwarded_cancels_total",
+                "cancel",
+                owner,
+                &address,
                 outcome,
-                "cancel sent to the node that holds the execution's child"
             );
         });
     }
