@@ -69,12 +69,32 @@ impl SledStore {
         )?;
         let referenced = referenced_files(&db)?;
         let large = LargeValues::open(path.join("large-values"), &referenced)?;
-        Ok(Self {
+        let store = Self {
             db,
             log,
             large,
             wal: Arc::new(wal),
-        })
+        };
+        if store.wal.wants_fill() {
+            store.start_fill();
+        }
+        Ok(store)
+    }
+
+    /// Writes the log's next zeros ahead of its records, on a thread of its
+    /// own (see `wal`).
+    fn start_fill(&self) {
+        let wal = self.wal.clone();
+        let spawned = std::thread::Builder::new()
+            .name("store-log-fill".into())
+            .spawn(move || {
+                if let Err(error) = wal.fill_ahead() {
+                    tracing::warn!(%error, "writing the write-ahead log ahead of use failed; commits append until a fill succeeds");
+                }
+            });
+        if spawned.is_err() {
+            self.wal.fill_not_started();
+        }
     }
 
     /// Runs `change` (one atomic change of the tree) under the log's order
@@ -444,10 +464,13 @@ impl Store for SledStore {
     }
 
     fn flush(&self) -> Result<(), StoreError> {
-        let (superseded, wants_checkpoint) = self.wal.commit(|| self.large.take_superseded())?;
+        let (superseded, upkeep) = self.wal.commit(|| self.large.take_superseded())?;
         self.large.delete(&superseded);
-        if wants_checkpoint {
+        if upkeep.checkpoint {
             self.start_checkpoint();
+        }
+        if upkeep.fill {
+            self.start_fill();
         }
         Ok(())
     }

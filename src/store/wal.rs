@@ -29,12 +29,25 @@
 //!   acknowledged as durable.
 //! - A segment is deleted only after a checkpoint that covers all its
 //!   records.
+//!
+//! **The log is written ahead of use.** An `fdatasync` after an append
+//! also journals the file's new size and blocks; one after overwriting
+//! blocks already written and synced only writes the data, and costs half
+//! as much here (`benches/fsync_cost.py`). So a thread of its own
+//! ([`Wal::fill_ahead`]) keeps up to [`FILL_BYTES`] of zeros written and
+//! synced past the end of the records, and commits overwrite them. The
+//! replay reads zeros as the clean end of a segment.
+//! - A fill writes only past the segment's records and past what is filled
+//!   already, and a commit that would write past the filled part waits for
+//!   a fill in progress ([`Wal::filling`]): the two never write the same
+//!   bytes. Locks are taken in the order segment, then filling.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Read;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::StoreError;
 
@@ -43,6 +56,17 @@ pub(super) const SEQUENCE_KEY: &[u8] = b"\x00baton/wal-sequence";
 
 /// A segment this large asks for a checkpoint.
 pub(super) const CHECKPOINT_BYTES: u64 = 64 << 20;
+
+/// How far past the records a fill writes zeros; a fill is asked for when
+/// less than half of it is left.
+pub(super) const FILL_BYTES: u64 = 1 << 20;
+
+/// A commit this large is not slowed by its sync as much as by its data:
+/// it asks for no fill, and when it writes past the fill, fills wait until
+/// small commits have appended half a fill's worth past it (else rounds
+/// of 1 MB tool results, each followed by a small commit, would have 1 MiB
+/// of zeros written for every round, and overwritten by the next).
+const SMALL_COMMIT: usize = 64 << 10;
 
 /// The frame before each record: its length and its CRC-32.
 const FRAME: usize = 8;
@@ -116,8 +140,24 @@ impl Pending {
 /// The segment being appended to.
 struct Segment {
     number: u64,
-    file: File,
+    file: Arc<File>,
+    /// The bytes of records written.
     len: u64,
+    /// The bytes written (records, then zeros) and synced: a commit that
+    /// ends within them overwrites only.
+    filled: u64,
+    /// A large commit wrote past the fill since the last fill; then the
+    /// bytes that small commits appended past it since.
+    overrun: Option<u64>,
+}
+
+/// What a commit asks to be done after it, off the caller's path.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct AfterCommit {
+    /// The segment passed [`CHECKPOINT_BYTES`]: a checkpoint ([`Wal::rotate`]).
+    pub checkpoint: bool,
+    /// Less than half of [`FILL_BYTES`] is filled ahead: [`Wal::fill_ahead`].
+    pub fill: bool,
 }
 
 /// The log of one store (see the module doc).
@@ -126,6 +166,13 @@ pub(super) struct Wal {
     /// Held across a change to the tree and the append of its record.
     pub(super) order: Mutex<Pending>,
     segment: Mutex<Segment>,
+    /// Held by a fill while it writes and syncs its zeros; a commit that
+    /// would write past [`Segment::filled`] takes it first.
+    filling: Mutex<()>,
+    /// A fill has been asked for and has not ended.
+    fill_asked: AtomicBool,
+    /// How many bytes a fill writes ([`FILL_BYTES`], less for tests).
+    fill_bytes: u64,
     checkpointing: AtomicBool,
     /// A segment this large asks for a checkpoint ([`CHECKPOINT_BYTES`]).
     checkpoint_bytes: u64,
@@ -158,6 +205,23 @@ fn segments(dir: &Path) -> Result<Vec<u64>, StoreError> {
     Ok(numbers)
 }
 
+/// Writes `len` bytes of zeros at `offset`, one page at a time. The page
+/// cache sizes its folios by the writes that create them, and dirtying a
+/// byte of a folio counts (in `/proc/<pid>/io`) as writing all of it: one
+/// write of 1 MiB would make every later commit count as 1 MiB written,
+/// though the device writes only the pages it changed.
+fn write_zero_pages(file: &File, offset: u64, len: u64) -> std::io::Result<()> {
+    const PAGE: u64 = 4096;
+    let zeros = [0u8; PAGE as usize];
+    let mut at = offset;
+    while at < offset + len {
+        let piece = PAGE.min(offset + len - at);
+        file.write_all_at(&zeros[..piece as usize], at)?;
+        at += piece;
+    }
+    Ok(())
+}
+
 fn sync_dir(dir: &Path) -> Result<(), StoreError> {
     File::open(dir)
         .and_then(|d| d.sync_all())
@@ -165,13 +229,15 @@ fn sync_dir(dir: &Path) -> Result<(), StoreError> {
 }
 
 /// The records of `bytes`, each with its number, up to the first that is
-/// torn or corrupt; and whether the segment ended cleanly.
+/// torn or corrupt; and whether the segment ended cleanly (at its end, or
+/// where only the zeros of a fill are left).
 pub(super) fn parse_records(bytes: &[u8]) -> (Vec<(u64, Vec<ReadChange>)>, bool) {
     let mut records = Vec::new();
     let mut at = 0;
     while at < bytes.len() {
         let Some(record) = parse_record(&bytes[at..]) else {
-            return (records, false);
+            let zeros = bytes[at..].iter().all(|b| *b == 0);
+            return (records, zeros);
         };
         at += FRAME + record.0;
         records.push((record.1, record.2));
@@ -275,6 +341,9 @@ impl Wal {
                 bytes: Vec::new(),
             }),
             segment: Mutex::new(segment),
+            filling: Mutex::new(()),
+            fill_asked: AtomicBool::new(false),
+            fill_bytes: FILL_BYTES.min(checkpoint_bytes.max(4096)),
             checkpointing: AtomicBool::new(false),
             checkpoint_bytes,
         })
@@ -284,42 +353,117 @@ impl Wal {
         let path = segment_path(dir, number);
         let file = OpenOptions::new()
             .create_new(true)
-            .append(true)
+            .write(true)
             .open(&path)
             .map_err(|e| io_error("cannot create", &path, e))?;
         sync_dir(dir)?;
         Ok(Segment {
             number,
-            file,
+            file: Arc::new(file),
             len: 0,
+            filled: 0,
+            overrun: None,
         })
+    }
+
+    /// Whether a fill should be asked for now (and marks it asked): less
+    /// than half a fill is left, and no large commit has overrun the fill
+    /// since small commits last appended half a fill's worth.
+    fn ask_fill(&self, segment: &Segment) -> bool {
+        let half = self.fill_bytes / 2;
+        segment.filled.saturating_sub(segment.len) < half
+            && segment.overrun.is_none_or(|appended| appended >= half)
+            && !self.fill_asked.swap(true, Ordering::AcqRel)
+    }
+
+    /// Asks for a fill of the segment just opened (see [`Wal::fill_ahead`]).
+    pub(super) fn wants_fill(&self) -> bool {
+        self.segment
+            .lock()
+            .map(|segment| self.ask_fill(&segment))
+            .unwrap_or(false)
+    }
+
+    /// Writes [`FILL_BYTES`] of zeros past the records and what is filled
+    /// already, syncs them, and counts them as filled (if the segment is
+    /// still the one filled). Runs off the request path, after a commit or
+    /// an open asked for it.
+    pub(super) fn fill_ahead(&self) -> Result<(), StoreError> {
+        let filled = self.write_zeros();
+        self.fill_asked.store(false, Ordering::Release);
+        let (number, end) = filled?;
+        let mut segment = self.segment.lock().map_err(|_| poisoned())?;
+        if segment.number == number {
+            segment.filled = segment.filled.max(end);
+            segment.overrun = None;
+        }
+        Ok(())
+    }
+
+    /// A fill asked for could not be started: allows the next one.
+    pub(super) fn fill_not_started(&self) {
+        self.fill_asked.store(false, Ordering::Release);
+    }
+
+    /// The write of a fill, under [`Wal::filling`]: the segment's number
+    /// and where the zeros end.
+    fn write_zeros(&self) -> Result<(u64, u64), StoreError> {
+        let (number, file, from, filling) = {
+            let segment = self.segment.lock().map_err(|_| poisoned())?;
+            let filling = self.filling.lock().map_err(|_| poisoned())?;
+            let from = segment.filled.max(segment.len);
+            (segment.number, segment.file.clone(), from, filling)
+        };
+        let path = segment_path(&self.dir, number);
+        write_zero_pages(&file, from, self.fill_bytes)
+            .and_then(|()| file.sync_data())
+            .map_err(|e| io_error("cannot fill", &path, e))?;
+        drop(filling);
+        Ok((number, from + self.fill_bytes))
     }
 
     /// Writes and syncs every record appended so far. `with_taken` runs at
     /// the moment the records are taken, under the order lock (what it
     /// takes belongs to exactly these records). Returns its result and
-    /// whether the segment asks for a checkpoint.
+    /// what the caller should start after it.
     pub(super) fn commit<T>(
         &self,
         with_taken: impl FnOnce() -> T,
-    ) -> Result<(T, bool), StoreError> {
+    ) -> Result<(T, AfterCommit), StoreError> {
         let mut segment = self.segment.lock().map_err(|_| poisoned())?;
         let (bytes, taken) = {
             let mut pending = self.order.lock().map_err(|_| poisoned())?;
             (std::mem::take(&mut pending.bytes), with_taken())
         };
         if !bytes.is_empty() {
+            let end = segment.len + bytes.len() as u64;
+            let _past_the_fill = if end > segment.filled {
+                Some(self.filling.lock().map_err(|_| poisoned())?)
+            } else {
+                None
+            };
             let path = segment_path(&self.dir, segment.number);
             segment
                 .file
-                .write_all(&bytes)
+                .write_all_at(&bytes, segment.len)
                 .and_then(|()| segment.file.sync_data())
                 .map_err(|e| io_error("cannot write", &path, e))?;
-            segment.len += bytes.len() as u64;
+            if end > segment.filled {
+                segment.overrun = match segment.overrun {
+                    _ if bytes.len() >= SMALL_COMMIT => Some(0),
+                    Some(appended) => Some(appended + bytes.len() as u64),
+                    None => None,
+                };
+            }
+            segment.len = end;
+            segment.filled = segment.filled.max(end);
         }
-        let wants_checkpoint = segment.len >= self.checkpoint_bytes
-            && !self.checkpointing.swap(true, Ordering::AcqRel);
-        Ok((taken, wants_checkpoint))
+        let upkeep = AfterCommit {
+            checkpoint: segment.len >= self.checkpoint_bytes
+                && !self.checkpointing.swap(true, Ordering::AcqRel),
+            fill: bytes.len() < SMALL_COMMIT && self.ask_fill(&segment),
+        };
+        Ok((taken, upkeep))
     }
 
     /// The numbers of the segments on disk.
@@ -416,7 +560,122 @@ mod tests {
             assert_eq!(read.len(), 1, "byte {flipped} flipped");
         }
         let (read, clean) = parse_records(&[0u8; 64]);
-        assert!(!clean && read.is_empty(), "zeros are no record");
+        assert!(
+            clean && read.is_empty(),
+            "zeros are no record, and a clean end"
+        );
+        for cut in first_len + 1..bytes.len() {
+            let mut torn = bytes[..cut].to_vec();
+            torn.extend_from_slice(&[0u8; 4096]);
+            let (read, clean) = parse_records(&torn);
+            assert!(!clean, "cut at {cut}, then the zeros of a fill");
+            assert_eq!(read.len(), 1, "cut at {cut}, then zeros");
+        }
+    }
+
+    #[test]
+    fn records_then_the_zeros_of_a_fill_end_cleanly() {
+        let mut bytes = records(&[&[Change::Put(b"a", b"1")], &[Change::Put(b"b", b"")]], 1);
+        bytes.extend_from_slice(&[0u8; 8192]);
+        let (read, clean) = parse_records(&bytes);
+        assert!(clean);
+        assert_eq!(read.iter().map(|r| r.0).collect::<Vec<_>>(), vec![1, 2]);
+    }
+
+    fn append_and_commit(wal: &Wal, value: &[u8]) -> AfterCommit {
+        wal.order
+            .lock()
+            .unwrap_or_else(|e| panic!("{e}"))
+            .append(&[Change::Put(b"k", value)]);
+        wal.commit(|| ()).unwrap_or_else(|e| panic!("{e}")).1
+    }
+
+    fn segment_len(wal: &Wal) -> u64 {
+        let numbers = segments(&wal.dir).unwrap_or_default();
+        let last = numbers
+            .last()
+            .copied()
+            .unwrap_or_else(|| panic!("no segment"));
+        fs::metadata(segment_path(&wal.dir, last))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .len()
+    }
+
+    fn replayed_numbers(dir: PathBuf) -> Vec<u64> {
+        let mut applied = Vec::new();
+        Wal::open(
+            dir,
+            CHECKPOINT_BYTES,
+            0,
+            |number, _| {
+                applied.push(number);
+                Ok(())
+            },
+            || Ok(()),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        applied
+    }
+
+    #[test]
+    fn commits_overwrite_the_filled_log_and_replay_whole() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let wal_dir = dir.path().join("wal");
+        let wal = Wal::open(
+            wal_dir.clone(),
+            CHECKPOINT_BYTES,
+            0,
+            |_, _| Ok(()),
+            || Ok(()),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(wal.wants_fill(), "a new segment asks for a fill");
+        assert!(!wal.wants_fill(), "once, until the fill ends");
+        wal.fill_ahead().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(segment_len(&wal), FILL_BYTES);
+        for _ in 0..100 {
+            let after = append_and_commit(&wal, &[7u8; 3000]);
+            assert!(!after.checkpoint);
+        }
+        assert_eq!(
+            segment_len(&wal),
+            FILL_BYTES,
+            "commits within the fill only overwrite: the file's size never changes"
+        );
+        // Less than half the fill is left: the next small commit asks again.
+        let mut asked = false;
+        for _ in 0..100 {
+            asked |= append_and_commit(&wal, &[7u8; 3000]).fill;
+        }
+        assert!(asked, "a fill is asked for when half of it is used");
+        wal.fill_ahead().unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            segment_len(&wal) > FILL_BYTES,
+            "the fill writes past the first"
+        );
+        // A record larger than the fill is written past it (the file grows).
+        let before = segment_len(&wal);
+        let after = append_and_commit(&wal, &vec![9u8; 2 << 20]);
+        assert!(!after.fill, "a large commit asks for no fill");
+        assert!(segment_len(&wal) > before);
+        // Small commits after it append; they ask for a fill only once they
+        // have appended half a fill's worth (else every large round would
+        // be followed by a fill that the next one overwrites).
+        let mut small = 0;
+        while !append_and_commit(&wal, &[7u8; 3000]).fill {
+            small += 1;
+            assert!(small < 1000, "small commits ask for a fill again");
+        }
+        assert!(
+            small >= FILL_BYTES as usize / 2 / 3100,
+            "a fill was asked after {small} small commits"
+        );
+        drop(wal);
+        assert_eq!(
+            replayed_numbers(wal_dir),
+            (1..=(202 + small as u64)).collect::<Vec<u64>>(),
+            "every record is read back, the zeros after them are the end"
+        );
     }
 
     #[test]
