@@ -467,6 +467,48 @@ async fn a_killed_parked_child_resumes_cold() {
     assert_eq!(record.stdout, "1 1\n");
 }
 
+#[tokio::test]
+async fn no_step_runs_for_an_execution_ended_before_its_child_took_it() {
+    let engine = engine();
+    // A cancel that lands after a continuation claimed its round, while the
+    // child is still parked: the kill evicts it, and the continuation must
+    // not replay the round cold in a fresh child that nobody would kill.
+    let source =
+        "a = await get_weather(city='a')\nprint('ran on')\nb = await get_weather(city='b')\n";
+    let mut record = start_paused(&engine, source).await;
+    assert!(engine.kill(&record.id), "the kill finds the parked child");
+    assert_eq!(engine.parked_count(), 0);
+    let (step, _) = engine
+        .resume(&mut record, vec![value(json!(1))])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(step, Step::Failed(Failure::Cancelled));
+    assert_eq!(record.stdout, "", "the round never ran");
+    assert_eq!(engine.parked_count(), 0, "nothing parked for it");
+    // A child taken for an execution that ended before the child was
+    // registered as running it (here: ended before its start) is killed
+    // before it answers, and the step reads as cancelled.
+    let mut ended = engine
+        .prepare(spec("print('ran')\n", tools(WEATHER), 10_000))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!engine.kill(&ended.id), "no child to kill yet");
+    let step = engine
+        .start(&mut ended)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(step, Step::Failed(Failure::Cancelled));
+    assert_eq!(ended.stdout, "", "the program never ran");
+    assert!(engine.running_ids().is_empty());
+    // Other executions run as before.
+    let mut other = start_paused(&engine, source).await;
+    let (step, _) = engine
+        .resume(&mut other, vec![value(json!(1))])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(step, Step::Paused(_)), "{step:?}");
+    assert_eq!(other.stdout, "ran on\n");
+}
+
 /// The pids this process holds a pidfd of (from `/proc/self/fdinfo`).
 fn pidfd_targets() -> Vec<i32> {
     let Ok(entries) = std::fs::read_dir("/proc/self/fdinfo") else {

@@ -15,7 +15,6 @@
 //!   (plus, for a cold resume, an allowance for the replay).
 //! - Output in the record never exceeds the caps, whatever a child sends.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -28,7 +27,7 @@ use crate::journal::{
 };
 use crate::program::{CannotRun, HASH_SEED, Program};
 use crate::rewrite;
-use crate::sandbox::pool::{ChildKiller, ChildProc, Pool, RequestHold};
+use crate::sandbox::pool::{ChildProc, Pool, RequestHold};
 use crate::sandbox::protocol::{
     ChildLimits, ChildOutcome, FrameError, FromChild, PendingCall, StartJob, ToChild, nonblocking,
 };
@@ -38,6 +37,7 @@ use crate::timing::step;
 mod config;
 mod parking;
 mod reports;
+mod running;
 
 pub use config::{ClockSource, EngineConfig, ExecLimits, ExecutionSpec};
 
@@ -71,7 +71,7 @@ pub struct Engine {
     config: EngineConfig,
     pool: Arc<Pool>,
     parked: Arc<parking::Parking>,
-    running: Mutex<HashMap<[u8; 16], Arc<ChildKiller>>>,
+    running: Mutex<running::Running>,
     supervisor: Arc<Supervisor>,
 }
 
@@ -97,7 +97,7 @@ impl Engine {
             config,
             pool,
             parked,
-            running: Mutex::new(HashMap::new()),
+            running: Mutex::new(running::Running::default()),
             supervisor,
         }))
     }
@@ -190,6 +190,11 @@ impl Engine {
     ) -> Result<(Step, ResumeKind), EngineError> {
         let paused_after = record.rounds.len();
         let clock = self.accept_results(record, results)?;
+        if self.running().has_ended(&record.id) {
+            // Cancelled after its round was claimed: not run at all.
+            self.evict(&record.id);
+            return Ok((Step::Failed(Failure::Cancelled), ResumeKind::Hot));
+        }
         if remaining_ms(record) == 0 {
             self.evict(&record.id);
             return Ok((Step::Failed(Failure::TimeLimit), ResumeKind::Hot));
@@ -236,20 +241,22 @@ impl Engine {
     }
 
     /// Kills the child of an execution that ended (was cancelled, or is
-    /// gone), running or parked; the step it was running is not run again.
-    /// Returns whether there was one.
+    /// gone), running or parked; the step it was running is not run again,
+    /// and no step of it starts here afterwards (`running`). Returns
+    /// whether there was a child.
     pub fn kill(&self, id: &[u8; 16]) -> bool {
-        let running = self.running().get(id).cloned();
+        let running = self.running().end(*id, Instant::now());
         if let Some(killer) = &running {
             killer.end_execution();
         }
         self.evict(id) || running.is_some()
     }
 
-    /// The children running now, by execution. A poisoned table is still
-    /// whole (each use is one insert, remove or read), so it is used as it
-    /// is: a cancel must always find the child to kill.
-    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 16], Arc<ChildKiller>>> {
+    /// The children running now, by execution, and the executions ended.
+    /// A poisoned table is still whole (each use is one insert, remove or
+    /// read), so it is used as it is: a cancel must always find the child
+    /// to kill.
+    fn running(&self) -> std::sync::MutexGuard<'_, running::Running> {
         self.running
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -415,7 +422,8 @@ impl Engine {
 
     /// The child's next message, read within the remaining budget plus the
     /// grace period and `allowance`; `None` past that deadline. While it
-    /// runs, a cancel can kill it.
+    /// runs, a cancel can kill it; an execution ended before the child was
+    /// registered gets its child killed at once (read as `Closed`).
     async fn read_answer(
         &self,
         record: &ExecutionRecord,
@@ -427,13 +435,17 @@ impl Engine {
                 .saturating_add(self.config.limits.grace_ms)
                 .saturating_add(250),
         ) + allowance;
-        self.running().insert(record.id, child.killer.clone());
+        if !self.running().register(record.id, child.killer.clone()) {
+            // The execution ended between the claim of this step and now.
+            child.killer.end_execution();
+            return Some(Err(FrameError::Closed));
+        }
         let answer = tokio::time::timeout(
             deadline,
             nonblocking::read_frame::<FromChild>(&mut child.stream),
         )
         .await;
-        self.running().remove(&record.id);
+        self.running().unregister(&record.id);
         answer.ok()
     }
 
@@ -558,7 +570,7 @@ impl Engine {
 
     /// The executions whose children run here now.
     pub fn running_ids(&self) -> Vec<[u8; 16]> {
-        self.running().keys().copied().collect()
+        self.running().ids()
     }
 }
 
