@@ -509,6 +509,39 @@ async fn no_step_runs_for_an_execution_ended_before_its_child_took_it() {
     assert_eq!(other.stdout, "ran on\n");
 }
 
+#[tokio::test]
+async fn the_zygote_is_in_huge_pages_and_a_child_gets_none_of_its_own() {
+    let engine = engine();
+    let record = start_paused(&engine, "a = await get_weather(city='a')\nprint(a)\n").await;
+    let child = engine
+        .parked_pid(&record.id)
+        .unwrap_or_else(|| panic!("not parked"));
+    // A child's few written pages must never become 2 MiB private copies
+    // (by a fault or by khugepaged): the parked child's budget is 4 MB.
+    let status = std::fs::read_to_string(format!("/proc/{child}/status"))
+        .unwrap_or_else(|e| panic!("status of child {child}: {e}"));
+    assert!(
+        status.contains("THP_enabled:\t0"),
+        "child {child} may get huge pages:\n{status}"
+    );
+    let thp =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if thp.is_empty() || thp.contains("[never]") {
+        return; // No huge pages on this kernel: nothing to advise.
+    }
+    let zygote = engine.zygote_pid().unwrap_or_else(|| panic!("no zygote"));
+    let smaps = std::fs::read_to_string(format!("/proc/{zygote}/smaps"))
+        .unwrap_or_else(|e| panic!("smaps of the zygote {zygote}: {e}"));
+    let advised = smaps
+        .lines()
+        .filter(|l| l.starts_with("VmFlags:") && l.split_whitespace().any(|f| f == "hg"))
+        .count();
+    assert!(
+        advised > 0,
+        "no mapping of the zygote is advised for huge pages"
+    );
+}
+
 /// The pids this process holds a pidfd of (from `/proc/self/fdinfo`).
 fn pidfd_targets() -> Vec<i32> {
     let Ok(entries) = std::fs::read_dir("/proc/self/fdinfo") else {

@@ -22,6 +22,7 @@ pub mod clock;
 pub mod exit;
 pub mod fidelity;
 pub mod host;
+mod huge_pages;
 pub mod oom;
 pub mod panics;
 mod refused;
@@ -264,6 +265,7 @@ pub fn zygote_main(rlimits: ChildRlimits) -> ! {
                     eprintln!("baton zygote: warm-up failed:\n{error}");
                     exit::exit_now();
                 }
+                huge_pages::back_the_zygote();
                 serve_forks(vm, &confinement)
             })
         });
@@ -340,6 +342,7 @@ fn child_main(
     if nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).is_err() {
         exit::exit_now();
     }
+    huge_pages::keep_the_child_small();
     let stream_fd = stream.into_raw_fd();
     if confinement.apply(stream_fd).is_err() {
         exit::exit_now();
