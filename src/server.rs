@@ -141,8 +141,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             record_cache_bytes: args.record_cache_mb.saturating_mul(1 << 20),
         },
     );
-    let recovered = service.recover().map_err(|e| e.to_string())?;
-    service.count_usage().map_err(|e| e.to_string())?;
+    let recovered = service.recover_and_count().map_err(|e| e.to_string())?;
     if recovered > 0 {
         tracing::info!(
             recovered,

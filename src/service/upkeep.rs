@@ -1,10 +1,14 @@
 //! The service's upkeep: recovery of rounds left running by a dead node,
-//! the per-key usage counted at start (and again with each sweep when
+//! the per-key usage counted at start (and again with each upkeep when
 //! other nodes share the store), and the sweeps of what expired, which one
 //! node at a time makes.
 //!
-//! Invariant: these read the store by streaming scans (sizes, not contents,
-//! where sizes suffice).
+//! Invariants: these read the store by streaming scans (sizes, not
+//! contents, where sizes suffice); the executions' states are read once per
+//! upkeep, whatever it does to them (a pass that puts back, deletes and
+//! notes owners in one scan).
+
+use std::collections::HashMap;
 
 use crate::quota::{Item, KeyUsage};
 use crate::state::{
@@ -31,25 +35,77 @@ pub struct Upkept {
     pub swept_files: usize,
 }
 
+/// What one pass over the executions' states does to each
+/// ([`Service::pass_over_states`]).
+#[derive(Default)]
+struct StatePass {
+    /// Put back rounds left running by dead nodes.
+    recover: bool,
+    /// Keep each execution's owner and expiry, for the usage count.
+    count: bool,
+    /// Delete the executions expired at this time (the sweep's turn).
+    sweep_at: Option<u64>,
+}
+
+/// What a [`StatePass`] found and did.
+#[derive(Default)]
+struct PassDone {
+    recovered: usize,
+    swept: usize,
+    /// Owner and expiry of every execution kept, when counting.
+    owners: HashMap<[u8; 16], ([u8; 8], u64)>,
+}
+
 impl Service {
-    /// Rounds left running by a dead node (a previous process of this
-    /// server, or another node that shares the store) become paused again
-    /// (failed when the execution has no record: it died starting); a
-    /// round that a live node runs is left alone. Runs at start-up and
-    /// with each sweep. Returns how many were put back.
-    pub fn recover(&self) -> Result<usize, ServiceError> {
-        let mut recovered = 0;
+    /// At start-up: rounds left running by a dead node (a previous process
+    /// of this server, or another node that shares the store) become
+    /// paused again (failed when the execution has no record: it died
+    /// starting), and what each key stores is counted; one read of the
+    /// states. Returns how many rounds were put back.
+    pub fn recover_and_count(&self) -> Result<usize, ServiceError> {
+        let done = self.pass_over_states(StatePass {
+            recover: true,
+            count: true,
+            sweep_at: None,
+        })?;
+        self.store.flush().map_err(ServiceError::store)?;
+        self.count_usage(&done.owners)?;
+        Ok(done.recovered)
+    }
+
+    /// Reads every state once and does to each what `pass` asks: a round
+    /// left running by a dead node is paused again (a round a live node
+    /// runs is left alone), an expired execution is deleted, the owner of
+    /// every execution kept is noted.
+    fn pass_over_states(&self, pass: StatePass) -> Result<PassDone, ServiceError> {
+        let mut done = PassDone::default();
         for pair in self.store.scan_prefix(STATES) {
             let (key, bytes) = pair.map_err(ServiceError::store)?;
-            let (Some(id), Some(state)) = (id_of_state_key(&key), ExecState::decode(&bytes)) else {
+            let Some(id) = id_of_state_key(&key) else {
                 continue;
             };
-            if self.put_back_if_orphaned(&id, &bytes, &state)?.is_some() {
-                recovered += 1;
+            let mut state = ExecState::decode(&bytes);
+            if let (true, Some(stored)) = (pass.recover, &state)
+                && let Some((_, next)) = self.put_back_if_orphaned(&id, &bytes, stored)?
+            {
+                done.recovered += 1;
+                state = Some(next);
+            }
+            let expired = |now| {
+                state
+                    .as_ref()
+                    .is_none_or(|s| s.expires_at <= now && s.status != Status::Running)
+            };
+            if pass.sweep_at.is_some_and(expired) {
+                self.delete_expired(&id, key)?;
+                done.swept += 1;
+                continue;
+            }
+            if let (true, Some(state)) = (pass.count, &state) {
+                done.owners.insert(id, (state.owner, state.expires_at));
             }
         }
-        self.store.flush().map_err(ServiceError::store)?;
-        Ok(recovered)
+        Ok(done)
     }
 
     /// When `state` (stored as `bytes`) is a round left running by a dead
@@ -92,25 +148,12 @@ impl Service {
     }
 
     /// Counts what each key stores (its executions' records and outcomes,
-    /// its files), reading sizes, not contents: at start-up, and with each
-    /// sweep when other nodes share the store (they write too), in place
-    /// of the counts kept so far.
-    pub fn count_usage(&self) -> Result<(), ServiceError> {
-        let counted = KeyUsage::new(self.config.max_key_storage_bytes);
-        self.count_usage_into(&counted)?;
-        self.usage.replace_with(counted);
-        Ok(())
-    }
-
-    fn count_usage_into(&self, usage: &KeyUsage) -> Result<(), ServiceError> {
-        let mut owners = std::collections::HashMap::new();
-        for pair in self.store.scan_prefix(STATES) {
-            let (key, bytes) = pair.map_err(ServiceError::store)?;
-            if let (Some(id), Some(state)) = (id_of_state_key(&key), ExecState::decode(&bytes)) {
-                owners.insert(id, (state.owner, state.expires_at));
-            }
-        }
-        let mut sizes: std::collections::HashMap<[u8; 16], u64> = std::collections::HashMap::new();
+    /// its files), reading sizes, not contents, for the executions of
+    /// `owners`, in place of the counts kept so far: at start-up, and with
+    /// each upkeep when other nodes share the store (they write too).
+    fn count_usage(&self, owners: &HashMap<[u8; 16], ([u8; 8], u64)>) -> Result<(), ServiceError> {
+        let usage = KeyUsage::new(self.config.max_key_storage_bytes);
+        let mut sizes: HashMap<[u8; 16], u64> = HashMap::new();
         for prefix in [RECORDS, PROGRESS, ROUNDS, OUTCOMES] {
             for head in self.store.scan_heads(prefix, 0) {
                 let head = head.map_err(ServiceError::store)?;
@@ -124,30 +167,60 @@ impl Service {
                 usage.set(Item::Execution(id), *owner, bytes, *expires_at);
             }
         }
-        self.files.count_usage(usage).map_err(ServiceError::from)
+        self.files.count_usage(&usage).map_err(ServiceError::from)?;
+        self.usage.replace_with(usage);
+        Ok(())
     }
 
     /// One round of upkeep, every `--sweep-secs` on every node: parked
-    /// children whose executions went on elsewhere are killed; with other
-    /// nodes on the store, rounds orphaned by a dead node are paused again
-    /// and the usage is counted anew; then, on the one node whose turn it
-    /// is, the sweeps of what expired and of dead nodes' addresses.
+    /// children whose executions went on elsewhere are killed; then one
+    /// read of the states: with other nodes on the store, rounds orphaned
+    /// by a dead node are paused again and the usage is counted anew; on
+    /// the one node whose turn it is, expired executions are deleted; then
+    /// (that node) the sweeps of the other expired keys, of files and of
+    /// dead nodes' addresses.
     pub fn upkeep(&self, now: u64) -> Result<Upkept, ServiceError> {
         let mut done = Upkept {
             evicted: self.end_stale_children()?,
             ..Upkept::default()
         };
-        if self.store.shared() {
-            done.recovered = self.recover()?;
-            self.count_usage()?;
-        }
-        let Some(_turn) = self.store.sweep_turn().map_err(ServiceError::store)? else {
+        let shared = self.store.shared();
+        let turn = self.store.sweep_turn().map_err(ServiceError::store)?;
+        if !shared && turn.is_none() {
             return Ok(done);
-        };
-        done.swept = self.sweep(now)?;
-        done.swept_files = self.sweep_files(now)?;
-        self.sweep_nodes()?;
+        }
+        let passed = self.pass_over_states(StatePass {
+            recover: shared,
+            count: shared,
+            sweep_at: turn.is_some().then_some(now),
+        })?;
+        done.recovered = passed.recovered;
+        done.swept = passed.swept;
+        if shared {
+            self.count_usage(&passed.owners)?;
+        }
+        if turn.is_some() {
+            self.sweep_the_rest(now)?;
+            done.swept_files = self.sweep_files(now)?;
+            self.sweep_nodes()?;
+        }
+        // Puts back and deletions reach the disk (the deletions' large
+        // values are reclaimed once they are durable).
+        self.store.flush().map_err(ServiceError::store)?;
         Ok(done)
+    }
+
+    /// Deletes an expired execution: its state (`key`), record and
+    /// outcome; ends its parked child.
+    fn delete_expired(&self, id: &[u8; 16], key: Vec<u8>) -> Result<(), ServiceError> {
+        self.engine.evict(id);
+        let mut deletes = self.forget_record(id)?;
+        deletes.extend([key, outcome_key(id)]);
+        self.store
+            .apply_batch(&[], &slices(&deletes))
+            .map_err(ServiceError::store)?;
+        self.usage.remove(&Item::Execution(*id));
+        Ok(())
     }
 
     /// Deletes session files past their lifetime; returns how many.
@@ -157,37 +230,16 @@ impl Service {
             .map_err(ServiceError::from)
     }
 
-    /// Deletes expired executions, request-id links and early cancels;
-    /// returns how many executions.
-    pub fn sweep(&self, now: u64) -> Result<usize, ServiceError> {
-        let mut swept = 0;
-        for pair in self.store.scan_prefix(STATES) {
-            let (key, bytes) = pair.map_err(ServiceError::store)?;
-            let expired = ExecState::decode(&bytes)
-                .is_none_or(|s| s.expires_at <= now && s.status != Status::Running);
-            let Some(id) = id_of_state_key(&key).filter(|_| expired) else {
-                continue;
-            };
-            self.engine.evict(&id);
-            let mut deletes = self.forget_record(&id)?;
-            deletes.extend([key, outcome_key(&id)]);
-            let deletes = slices(&deletes);
-            self.store
-                .apply_batch(&[], &deletes)
-                .map_err(ServiceError::store)?;
-            self.usage.remove(&Item::Execution(id));
-            swept += 1;
-        }
+    /// Deletes expired request-id links and early cancels, and the
+    /// listings' entries of executions that are gone.
+    fn sweep_the_rest(&self, now: u64) -> Result<(), ServiceError> {
         self.sweep_prefix(REQUEST_LINKS, |_, bytes| {
             Ok(RequestLink::decode(bytes).is_none_or(|link| link.expires_at <= now))
         })?;
         self.sweep_prefix(EARLY_CANCELS, |_, bytes| {
             Ok(EarlyCancel::decode(bytes).is_none_or(|early| early.until <= now))
         })?;
-        self.sweep_listings()?;
-        // The deletions' large values are reclaimed once they are durable.
-        self.store.flush().map_err(ServiceError::store)?;
-        Ok(swept)
+        self.sweep_listings()
     }
 
     /// Deletes the keys under `prefix` that `expired` (given a key and its
