@@ -149,6 +149,10 @@ struct Segment {
     /// A large commit wrote past the fill since the last fill; then the
     /// bytes that small commits appended past it since.
     overrun: Option<u64>,
+    /// A fill of this segment failed: no more are asked for (the next
+    /// segment tries again), so a full disk does not start a fill per
+    /// commit.
+    fill_failed: bool,
 }
 
 /// What a commit asks to be done after it, off the caller's path.
@@ -205,21 +209,49 @@ fn segments(dir: &Path) -> Result<Vec<u64>, StoreError> {
     Ok(numbers)
 }
 
-/// Writes `len` bytes of zeros at `offset`, one page at a time. The page
-/// cache sizes its folios by the writes that create them, and dirtying a
-/// byte of a folio counts (in `/proc/<pid>/io`) as writing all of it: one
-/// write of 1 MiB would make every later commit count as 1 MiB written,
-/// though the device writes only the pages it changed.
+/// Writes `len` bytes of zeros at `offset`, one page at a time, and
+/// starts and waits for their writeback every 64 KiB.
+///
+/// One page at a time: the page cache sizes its folios by the writes that
+/// create them, and dirtying a byte of a folio counts (in
+/// `/proc/<pid>/io`) as writing all of it: one write of 1 MiB would make
+/// every later commit count as 1 MiB written, though the device writes
+/// only the pages it changed. Written back as it goes: a commit's
+/// `fdatasync` writes every dirty page of the file, so a commit that syncs
+/// while a fill runs pays for at most 64 KiB of its zeros, not 1 MiB.
 fn write_zero_pages(file: &File, offset: u64, len: u64) -> std::io::Result<()> {
     const PAGE: u64 = 4096;
+    const WRITEBACK: u64 = 64 << 10;
     let zeros = [0u8; PAGE as usize];
-    let mut at = offset;
-    while at < offset + len {
-        let piece = PAGE.min(offset + len - at);
+    let end = offset + len;
+    let (mut at, mut written_back) = (offset, offset);
+    while at < end {
+        let piece = PAGE.min(end - at);
         file.write_all_at(&zeros[..piece as usize], at)?;
         at += piece;
+        if at - written_back >= WRITEBACK || at == end {
+            write_back(file, written_back, at - written_back)?;
+            written_back = at;
+        }
     }
     Ok(())
+}
+
+/// Writes the dirty pages of `len` bytes at `offset` to the device and
+/// waits for them (their size and blocks are made durable by the
+/// `fdatasync` after).
+fn write_back(file: &File, offset: u64, len: u64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let flags = libc::SYNC_FILE_RANGE_WAIT_BEFORE
+        | libc::SYNC_FILE_RANGE_WRITE
+        | libc::SYNC_FILE_RANGE_WAIT_AFTER;
+    // SAFETY: a range of a file this process has open; no memory is passed.
+    let done = unsafe { libc::sync_file_range(file.as_raw_fd(), offset as i64, len as i64, flags) };
+    if done == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 fn sync_dir(dir: &Path) -> Result<(), StoreError> {
@@ -363,6 +395,7 @@ impl Wal {
             len: 0,
             filled: 0,
             overrun: None,
+            fill_failed: false,
         })
     }
 
@@ -371,7 +404,8 @@ impl Wal {
     /// since small commits last appended half a fill's worth.
     fn ask_fill(&self, segment: &Segment) -> bool {
         let half = self.fill_bytes / 2;
-        segment.filled.saturating_sub(segment.len) < half
+        !segment.fill_failed
+            && segment.filled.saturating_sub(segment.len) < half
             && segment.overrun.is_none_or(|appended| appended >= half)
             && !self.fill_asked.swap(true, Ordering::AcqRel)
     }
@@ -391,11 +425,17 @@ impl Wal {
     pub(super) fn fill_ahead(&self) -> Result<(), StoreError> {
         let filled = self.write_zeros();
         self.fill_asked.store(false, Ordering::Release);
-        let (number, end) = filled?;
         let mut segment = self.segment.lock().map_err(|_| poisoned())?;
-        if segment.number == number {
-            segment.filled = segment.filled.max(end);
-            segment.overrun = None;
+        match filled {
+            Ok((number, end)) if segment.number == number => {
+                segment.filled = segment.filled.max(end);
+                segment.overrun = None;
+            }
+            Ok(_) => {}
+            Err((number, error)) => {
+                segment.fill_failed |= segment.number == number;
+                return Err(error);
+            }
         }
         Ok(())
     }
@@ -406,18 +446,21 @@ impl Wal {
     }
 
     /// The write of a fill, under [`Wal::filling`]: the segment's number
-    /// and where the zeros end.
-    fn write_zeros(&self) -> Result<(u64, u64), StoreError> {
+    /// and where the zeros end (or the number of the segment that failed).
+    fn write_zeros(&self) -> Result<(u64, u64), (u64, StoreError)> {
         let (number, file, from, filling) = {
-            let segment = self.segment.lock().map_err(|_| poisoned())?;
-            let filling = self.filling.lock().map_err(|_| poisoned())?;
+            let segment = self.segment.lock().map_err(|_| (0, poisoned()))?;
+            let filling = self
+                .filling
+                .lock()
+                .map_err(|_| (segment.number, poisoned()))?;
             let from = segment.filled.max(segment.len);
             (segment.number, segment.file.clone(), from, filling)
         };
         let path = segment_path(&self.dir, number);
         write_zero_pages(&file, from, self.fill_bytes)
             .and_then(|()| file.sync_data())
-            .map_err(|e| io_error("cannot fill", &path, e))?;
+            .map_err(|e| (number, io_error("cannot fill", &path, e)))?;
         drop(filling);
         Ok((number, from + self.fill_bytes))
     }
@@ -718,6 +761,34 @@ mod tests {
             5,
             "numbering goes on after the replay"
         );
+    }
+
+    #[test]
+    fn a_failed_fill_is_not_asked_again_until_the_next_segment() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let wal_dir = dir.path().join("wal");
+        let wal = Wal::open(
+            wal_dir.clone(),
+            CHECKPOINT_BYTES,
+            0,
+            |_, _| Ok(()),
+            || Ok(()),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        {
+            // The segment's file, read-only: a fill cannot write (as on a
+            // full disk).
+            let mut segment = wal.segment.lock().unwrap_or_else(|e| panic!("{e}"));
+            let path = segment_path(&wal_dir, segment.number);
+            segment.file = Arc::new(File::open(path).unwrap_or_else(|e| panic!("{e}")));
+        }
+        assert!(wal.wants_fill());
+        assert!(wal.fill_ahead().is_err());
+        assert!(!wal.wants_fill(), "no fill per commit after a failure");
+        wal.rotate().unwrap_or_else(|e| panic!("{e}"));
+        assert!(wal.wants_fill(), "the next segment tries again");
+        wal.fill_ahead().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(segment_len(&wal), FILL_BYTES);
     }
 
     #[test]
