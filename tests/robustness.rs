@@ -301,6 +301,15 @@ fn bodies_are_refused_readably_and_never_read_without_a_key() {
 }
 
 /// The pid of the server's zygote (its child running `baton zygote`).
+/// The processes whose parent is `pid`, as `ps` lists them (for messages).
+fn children_of(pid: u32) -> String {
+    std::process::Command::new("ps")
+        .args(["-o", "pid,ppid,user,stat,cmd", "--ppid", &pid.to_string()])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
+
 #[test]
 fn a_killed_zygote_is_noticed_and_replaced() {
     let (_dir, server) = server();
@@ -310,10 +319,19 @@ fn a_killed_zygote_is_noticed_and_replaced() {
         "w = await get_weather(city='x')\nprint(w['temp'])\n",
     )
     .1;
-    assert_eq!(paused["status"], "tool_call_required", "{paused}");
-    let first = server
-        .zygote_pid()
-        .unwrap_or_else(|| panic!("no zygote under {pid}"));
+    assert_eq!(
+        paused["status"],
+        "tool_call_required",
+        "{paused}\nserver log:\n{}",
+        server.log_lines().join("\n")
+    );
+    let first = server.zygote_pid().unwrap_or_else(|| {
+        panic!(
+            "no zygote under {pid}:\n{}\nserver log:\n{}",
+            children_of(pid),
+            server.log_lines().join("\n")
+        )
+    });
     // SAFETY: killing the zygote of the server this test started.
     unsafe { libc::kill(first, libc::SIGKILL) };
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -326,14 +344,9 @@ fn a_killed_zygote_is_noticed_and_replaced() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert_eq!(health["status"], "ok");
-    let second = server.zygote_pid().unwrap_or_else(|| {
-        let children = std::process::Command::new("ps")
-            .args(["-o", "pid,ppid,user,stat,cmd", "--ppid", &pid.to_string()])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default();
-        panic!("no new zygote under {pid}:\n{children}")
-    });
+    let second = server
+        .zygote_pid()
+        .unwrap_or_else(|| panic!("no new zygote under {pid}:\n{}", children_of(pid)));
     assert_ne!(first, second);
     for n in 0..20 {
         let (status, reply) = start(&server, &format!("print({n} * 2)\n"));
