@@ -37,7 +37,6 @@ pub struct Upkept {
 
 /// What one pass over the executions' states does to each
 /// ([`Service::pass_over_states`]).
-#[derive(Default)]
 struct StatePass {
     /// Put back rounds left running by dead nodes.
     recover: bool,

@@ -644,6 +644,20 @@ mod tests {
             .len()
     }
 
+    /// A new log in a temporary directory (`<dir>/wal`), nothing to replay.
+    fn empty_wal() -> (tempfile::TempDir, Wal) {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let wal = Wal::open(
+            dir.path().join("wal"),
+            CHECKPOINT_BYTES,
+            0,
+            |_, _| Ok(()),
+            || Ok(()),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        (dir, wal)
+    }
+
     fn replayed_numbers(dir: PathBuf) -> Vec<u64> {
         let mut applied = Vec::new();
         Wal::open(
@@ -662,16 +676,8 @@ mod tests {
 
     #[test]
     fn commits_overwrite_the_filled_log_and_replay_whole() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let (dir, wal) = empty_wal();
         let wal_dir = dir.path().join("wal");
-        let wal = Wal::open(
-            wal_dir.clone(),
-            CHECKPOINT_BYTES,
-            0,
-            |_, _| Ok(()),
-            || Ok(()),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
         assert!(wal.wants_fill(), "a new segment asks for a fill");
         assert!(!wal.wants_fill(), "once, until the fill ends");
         wal.fill_ahead().unwrap_or_else(|e| panic!("{e}"));
@@ -765,16 +771,8 @@ mod tests {
 
     #[test]
     fn a_failed_fill_is_not_asked_again_until_the_next_segment() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let (dir, wal) = empty_wal();
         let wal_dir = dir.path().join("wal");
-        let wal = Wal::open(
-            wal_dir.clone(),
-            CHECKPOINT_BYTES,
-            0,
-            |_, _| Ok(()),
-            || Ok(()),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
         {
             // The segment's file, read-only: a fill cannot write (as on a
             // full disk).
