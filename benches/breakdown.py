@@ -22,6 +22,8 @@ import tempfile
 import time
 
 GAP = float(os.environ.get("BATON_BREAKDOWN_GAP_MS", "30")) / 1000
+# A PostgreSQL URL to keep executions in instead of the embedded store.
+STORE = os.environ.get("BATON_BREAKDOWN_STORE")
 UNITS = {"ns": 1e-3, "µs": 1.0, "ms": 1e3, "s": 1e6}
 CODE = "city = await get_city()\nw = await get_weather(city=city)\nprint(city, w['t'])\n"
 TOOLS = [
@@ -98,7 +100,8 @@ def main():
         with open(log_path, "w") as log:
             server = subprocess.Popen(
                 [binary, "serve", "--listen", f"127.0.0.1:{port}", "--data-dir",
-                 os.path.join(data, "store"), "--api-key", "bench-key", "--trace-requests"],
+                 os.path.join(data, "store"), "--api-key", "bench-key", "--trace-requests"]
+                + (["--store", STORE] if STORE else []),
                 stdout=log, stderr=subprocess.STDOUT)
             try:
                 for _ in range(300):

@@ -289,21 +289,24 @@ pub struct Secrets {
 /// and verifies the same tokens (a key file left in the data directory by
 /// an earlier start seeds the database). The data directory exists
 /// ([`ensure_private_dir`]).
-pub fn load_secrets(args: &ServeArgs, shared: Option<&dyn Store>) -> Result<Secrets, ConfigError> {
-    let generated = |name: &str, generate: fn() -> String, announce: bool| {
+pub async fn load_secrets(
+    args: &ServeArgs,
+    shared: Option<&dyn Store>,
+) -> Result<Secrets, ConfigError> {
+    let generated = async |name: &str, generate: fn() -> String, announce: bool| {
         let path = args.data_dir.join(name);
         match shared {
-            Some(store) => shared_or_generated(store, name, &path, generate, announce),
+            Some(store) => shared_or_generated(store, name, &path, generate, announce).await,
             None => stored_or_generated(&path, generate, announce),
         }
     };
     let api_keys = if args.api_keys.is_empty() {
-        vec![generated("api_key", generate_api_key, true)?]
+        vec![generated("api_key", generate_api_key, true).await?]
     } else {
         args.api_keys.clone()
     };
     let signing_specs = if args.signing_keys.is_empty() {
-        vec![generated("signing_key", generate_signing_key, false)?]
+        vec![generated("signing_key", generate_signing_key, false).await?]
     } else {
         args.signing_keys.clone()
     };
@@ -328,7 +331,7 @@ fn generate_signing_key() -> String {
 /// the data directory's file of that name when there is one, else a
 /// generated value. When nodes start at once, the first one's value is
 /// kept (a compare-and-swap) and every node uses it.
-fn shared_or_generated(
+async fn shared_or_generated(
     store: &dyn Store,
     name: &str,
     file: &Path,
@@ -346,7 +349,7 @@ fn shared_or_generated(
             ConfigError::Invalid(format!("the {name} kept in the database is not text"))
         })
     };
-    if let Some(value) = store.get(&key).map_err(failed)? {
+    if let Some(value) = store.get(&key).await.map_err(failed)? {
         return text(value);
     }
     let from_file = fs::read_to_string(file)
@@ -357,11 +360,12 @@ fn shared_or_generated(
     let value = from_file.unwrap_or_else(generate);
     match store
         .compare_and_swap(&key, None, Some(value.as_bytes()))
+        .await
         .map_err(failed)?
     {
         Ok(()) => {
             // Durable before anyone is told it.
-            store.flush().map_err(failed)?;
+            store.flush().await.map_err(failed)?;
             if fresh && announce {
                 println!("baton: generated API key {value}");
                 println!(
@@ -476,22 +480,25 @@ mod tests {
         assert_eq!(mode, Some(0o600));
     }
 
-    #[test]
-    fn secrets_of_a_shared_store_are_kept_in_it_once() {
+    #[tokio::test]
+    async fn secrets_of_a_shared_store_are_kept_in_it_once() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let store = crate::store::SledStore::open(&dir.path().join("store"))
             .unwrap_or_else(|e| panic!("{e}"));
         let file = dir.path().join("signing_key");
-        let kept = |generate: fn() -> String| {
-            shared_or_generated(&store, "signing_key", &file, generate, false).ok()
+        let kept = async |generate: fn() -> String| {
+            shared_or_generated(&store, "signing_key", &file, generate, false)
+                .await
+                .ok()
         };
-        assert_eq!(kept(|| "k1:01".into()).as_deref(), Some("k1:01"));
-        assert_eq!(kept(|| "k1:02".into()).as_deref(), Some("k1:01"));
+        assert_eq!(kept(|| "k1:01".into()).await.as_deref(), Some("k1:01"));
+        assert_eq!(kept(|| "k1:02".into()).await.as_deref(), Some("k1:01"));
         // A key file left by an earlier start seeds an empty database.
         let other = crate::store::SledStore::open(&dir.path().join("other"))
             .unwrap_or_else(|e| panic!("{e}"));
         fs::write(&file, "k7:0a0b\n").unwrap_or_else(|e| panic!("{e}"));
-        let seeded = shared_or_generated(&other, "signing_key", &file, || "k1:03".into(), false);
+        let seeded =
+            shared_or_generated(&other, "signing_key", &file, || "k1:03".into(), false).await;
         assert_eq!(seeded.ok().as_deref(), Some("k7:0a0b"));
     }
 

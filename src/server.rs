@@ -122,9 +122,11 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     // with nothing written to the data directory.
     let listener = listen(args.listen).await?;
     ensure_private_dir(&args.data_dir).map_err(|e| e.to_string())?;
-    let store = open_store(&args)?;
+    let store = open_store(&args).await?;
     let shared = store.shared().then_some(store.as_ref());
-    let secrets = load_secrets(&args, shared).map_err(|e| e.to_string())?;
+    let secrets = load_secrets(&args, shared)
+        .await
+        .map_err(|e| e.to_string())?;
     let keys = signing_keys(secrets.signing_keys)?;
     let engine = Engine::new(engine_config(&args)?).map_err(|e| e.to_string())?;
     let service = Service::new(
@@ -141,7 +143,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             record_cache_bytes: args.record_cache_mb.saturating_mul(1 << 20),
         },
     );
-    let recovered = service.recover_and_count().map_err(|e| e.to_string())?;
+    let recovered = service
+        .recover_and_count()
+        .await
+        .map_err(|e| e.to_string())?;
     if recovered > 0 {
         tracing::info!(
             recovered,
@@ -149,7 +154,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         );
     }
     if let Some(address) = &args.advertise {
-        service.advertise(address).map_err(|e| e.to_string())?;
+        service
+            .advertise(address)
+            .await
+            .map_err(|e| e.to_string())?;
     }
     let metrics = crate::metrics_catalog::install();
     let state = Arc::new(AppState {
@@ -177,17 +185,19 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         .with_graceful_shutdown(shutdown_signal())
         .await
         .map_err(|e| e.to_string())?;
-    store.flush().map_err(|e| e.to_string())?;
+    store.flush().await.map_err(|e| e.to_string())?;
     tracing::info!("stopped; every paused execution is on disk");
     Ok(())
 }
 
 /// The store `--store` names (PostgreSQL), or the embedded one in the
 /// data directory; `--advertise` only with a store that nodes share.
-fn open_store(args: &ServeArgs) -> Result<Arc<dyn Store>, String> {
+async fn open_store(args: &ServeArgs) -> Result<Arc<dyn Store>, String> {
     match &args.store {
         Some(url) => Ok(Arc::new(
-            PostgresStore::open(&url.0).map_err(|e| e.to_string())?,
+            PostgresStore::open(&url.0)
+                .await
+                .map_err(|e| e.to_string())?,
         )),
         None if args.advertise.is_some() => Err(
             "--advertise (BATON_ADVERTISE) is for several nodes on one PostgreSQL database: give --store postgres://… too, or leave --advertise out".to_owned(),
@@ -231,7 +241,7 @@ fn spawn_sweeper(state: Arc<AppState>, every: Duration) {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs());
-            match state.service.upkeep(now) {
+            match state.service.upkeep(now).await {
                 Ok(done) if done == Upkept::default() => {}
                 Ok(done) => tracing::info!(
                     swept = done.swept,

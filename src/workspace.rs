@@ -217,8 +217,9 @@ impl Files {
     }
 
     /// Counts every stored file for its key into `usage` (a recount).
-    pub fn count_usage(&self, usage: &KeyUsage) -> Result<(), WorkspaceError> {
-        for head in self.store.scan_heads(FILES, HEAD_LEN) {
+    pub async fn count_usage(&self, usage: &KeyUsage) -> Result<(), WorkspaceError> {
+        let mut scan = crate::store::scan_heads(self.store.as_ref(), FILES, HEAD_LEN);
+        while let Some(head) = scan.next().await {
             let head = head?;
             let owner = head
                 .key
@@ -233,7 +234,7 @@ impl Files {
     }
 
     /// Stores a file in a session; returns what a listing shows of it.
-    pub fn put(
+    pub async fn put(
         &self,
         owner: [u8; 8],
         session: &str,
@@ -252,7 +253,7 @@ impl Files {
         key.extend_from_slice(&id);
         let value =
             bincode::serialize(&stored).map_err(|e| WorkspaceError::Corrupt(e.to_string()))?;
-        self.store.put(&key, &value)?;
+        self.store.put(&key, &value).await?;
         let expires_at = stored.created.saturating_add(self.ttl_secs);
         self.usage
             .set(Item::File(key), owner, value.len() as u64, expires_at);
@@ -260,11 +261,16 @@ impl Files {
     }
 
     /// The files of a session, oldest first.
-    pub fn list(&self, owner: [u8; 8], session: &str) -> Result<Vec<FileMeta>, WorkspaceError> {
+    pub async fn list(
+        &self,
+        owner: [u8; 8],
+        session: &str,
+    ) -> Result<Vec<FileMeta>, WorkspaceError> {
         check_session(session)?;
         let prefix = prefix(owner, session);
         let mut files = Vec::new();
-        for head in self.store.scan_heads(&prefix, HEAD_LEN) {
+        let mut scan = crate::store::scan_heads(self.store.as_ref(), &prefix, HEAD_LEN);
+        while let Some(head) = scan.next().await {
             let head = head?;
             let Some(id) = head.key.get(prefix.len()..).filter(|id| id.len() == 12) else {
                 continue;
@@ -283,7 +289,7 @@ impl Files {
     }
 
     /// One file, or `None` when this owner has no such file in the session.
-    pub fn get(
+    pub async fn get(
         &self,
         owner: [u8; 8],
         session: &str,
@@ -298,39 +304,42 @@ impl Files {
         let mut key = prefix(owner, session);
         key.extend_from_slice(&id);
         self.store
-            .get(&key)?
+            .get(&key)
+            .await?
             .map(|bytes| decode(&bytes))
             .transpose()
     }
 
     /// Deletes the files created before `cutoff` (unix seconds); returns how
     /// many. A file that does not decode is deleted too.
-    pub fn sweep(&self, cutoff: u64) -> Result<usize, WorkspaceError> {
+    pub async fn sweep(&self, cutoff: u64) -> Result<usize, WorkspaceError> {
         let mut swept = 0;
-        for head in self.store.scan_heads(FILES, HEAD_LEN) {
+        let mut scan = crate::store::scan_heads(self.store.as_ref(), FILES, HEAD_LEN);
+        while let Some(head) = scan.next().await {
             let head = head?;
             let expired = decode_head(&head.head).map_or(true, |f| f.created < cutoff);
             if expired {
-                self.store.delete(&head.key)?;
+                self.store.delete(&head.key).await?;
                 self.usage.remove(&Item::File(head.key));
                 swept += 1;
             }
         }
-        self.store.flush()?;
+        self.store.flush().await?;
         Ok(swept)
     }
 
     /// Stores what an execution produced, in its session.
-    pub fn keep_produced(
+    pub async fn keep_produced(
         &self,
         owner: [u8; 8],
         session: &str,
         produced: Vec<WorkspaceFile>,
     ) -> Result<Vec<FileMeta>, WorkspaceError> {
-        produced
-            .into_iter()
-            .map(|file| self.put(owner, session, &file.name, file.bytes))
-            .collect()
+        let mut kept = Vec::with_capacity(produced.len());
+        for file in produced {
+            kept.push(self.put(owner, session, &file.name, file.bytes).await?);
+        }
+        Ok(kept)
     }
 }
 
@@ -376,8 +385,8 @@ mod tests {
         assert!(check_session("").is_err());
     }
 
-    #[test]
-    fn owners_see_only_their_own_files() {
+    #[tokio::test]
+    async fn owners_see_only_their_own_files() {
         let dir = tempfile::tempdir().unwrap();
         let files = Files::new(
             Arc::new(SledStore::open(dir.path()).unwrap()),
@@ -386,32 +395,39 @@ mod tests {
         );
         let a = files
             .put([1; 8], "s1", "data.csv", b"x,y\n".to_vec())
+            .await
             .unwrap();
         files
             .put([1; 8], "s1", "more.txt", b"more".to_vec())
+            .await
             .unwrap();
         let names: Vec<_> = files
             .list([1; 8], "s1")
+            .await
             .unwrap()
             .into_iter()
             .map(|f| f.name)
             .collect();
         assert_eq!(names.len(), 2);
         assert!(names.contains(&"data.csv".to_owned()));
-        assert!(files.list([2; 8], "s1").unwrap().is_empty());
+        assert!(files.list([2; 8], "s1").await.unwrap().is_empty());
         assert!(
-            files.list([1; 8], "s").unwrap().is_empty(),
+            files.list([1; 8], "s").await.unwrap().is_empty(),
             "a session is not a prefix of another"
         );
         assert_eq!(
-            files.get([1; 8], "s1", &a.id).unwrap().map(|f| f.bytes),
+            files
+                .get([1; 8], "s1", &a.id)
+                .await
+                .unwrap()
+                .map(|f| f.bytes),
             Some(b"x,y\n".to_vec())
         );
-        assert_eq!(files.get([2; 8], "s1", &a.id).unwrap(), None);
-        assert_eq!(files.get([1; 8], "s1", "zz").unwrap(), None);
+        assert_eq!(files.get([2; 8], "s1", &a.id).await.unwrap(), None);
+        assert_eq!(files.get([1; 8], "s1", "zz").await.unwrap(), None);
         let now = now_secs();
-        assert_eq!(files.sweep(now.saturating_sub(60)).unwrap(), 0);
-        assert_eq!(files.sweep(now + 1).unwrap(), 2);
-        assert!(files.list([1; 8], "s1").unwrap().is_empty());
+        assert_eq!(files.sweep(now.saturating_sub(60)).await.unwrap(), 0);
+        assert_eq!(files.sweep(now + 1).await.unwrap(), 2);
+        assert!(files.list([1; 8], "s1").await.unwrap().is_empty());
     }
 }

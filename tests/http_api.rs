@@ -621,7 +621,7 @@ fn signing_key_rotation_keeps_tokens_in_flight() {
 #[test]
 fn a_corrupt_record_is_reported_as_corrupt_not_missing() {
     use baton::state::{ExecState, Status};
-    use baton::store::{SledStore, Store};
+    use baton::store::SledStore;
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let id = [7u8; 16];
     let far = std::time::SystemTime::now()

@@ -19,7 +19,7 @@ mod common;
 
 use std::sync::OnceLock;
 
-use baton::store::{CasConflict, PostgresStore, SledStore, Store};
+use baton::store::{CasConflict, PostgresStore, SledStore, Store, scan_heads, scan_prefix};
 use common::postgres::Postgres;
 use common::server::{
     PROGRAMS, Server, answers, continue_, continue_across_restarts, cpython_stdout, weather_tools,
@@ -32,52 +32,58 @@ fn postgres() -> &'static Postgres {
 }
 
 /// The store contract, asserted on `store` (empty).
-fn exercise(store: &dyn Store) {
+async fn exercise(store: &dyn Store) {
     let conflict = |current: Option<&[u8]>| {
         Err(CasConflict {
             current: current.map(<[u8]>::to_vec),
         })
     };
     // Point reads and writes.
-    assert_eq!(store.get(b"s/1").unwrap(), None);
-    store.put(b"s/1", b"paused").unwrap();
-    store.put(b"s/1", b"paused again").unwrap();
-    assert_eq!(store.get(b"s/1").unwrap(), Some(b"paused again".to_vec()));
-    store.delete(b"s/1").unwrap();
-    store.delete(b"s/1").unwrap();
-    assert_eq!(store.get(b"s/1").unwrap(), None);
+    assert_eq!(store.get(b"s/1").await.unwrap(), None);
+    store.put(b"s/1", b"paused").await.unwrap();
+    store.put(b"s/1", b"paused again").await.unwrap();
+    assert_eq!(
+        store.get(b"s/1").await.unwrap(),
+        Some(b"paused again".to_vec())
+    );
+    store.delete(b"s/1").await.unwrap();
+    store.delete(b"s/1").await.unwrap();
+    assert_eq!(store.get(b"s/1").await.unwrap(), None);
     // Compare-and-swap, each combination, won and lost.
-    let cas = |expected: Option<&[u8]>, new: Option<&[u8]>| {
-        store.compare_and_swap(b"c/1", expected, new).unwrap()
+    let cas = async |expected: Option<&[u8]>, new: Option<&[u8]>| {
+        store.compare_and_swap(b"c/1", expected, new).await.unwrap()
     };
-    assert_eq!(cas(None, None), Ok(()), "absent as expected");
-    assert_eq!(cas(Some(b"x"), Some(b"y")), conflict(None));
-    assert_eq!(cas(None, Some(b"a")), Ok(()));
-    assert_eq!(cas(None, Some(b"b")), conflict(Some(b"a")));
-    assert_eq!(cas(None, None), conflict(Some(b"a")));
-    assert_eq!(cas(Some(b"a"), Some(b"b")), Ok(()));
-    assert_eq!(cas(Some(b"a"), Some(b"c")), conflict(Some(b"b")));
-    assert_eq!(cas(Some(b"z"), None), conflict(Some(b"b")));
-    assert_eq!(cas(Some(b"b"), None), Ok(()));
-    assert_eq!(store.get(b"c/1").unwrap(), None);
+    assert_eq!(cas(None, None).await, Ok(()), "absent as expected");
+    assert_eq!(cas(Some(b"x"), Some(b"y")).await, conflict(None));
+    assert_eq!(cas(None, Some(b"a")).await, Ok(()));
+    assert_eq!(cas(None, Some(b"b")).await, conflict(Some(b"a")));
+    assert_eq!(cas(None, None).await, conflict(Some(b"a")));
+    assert_eq!(cas(Some(b"a"), Some(b"b")).await, Ok(()));
+    assert_eq!(cas(Some(b"a"), Some(b"c")).await, conflict(Some(b"b")));
+    assert_eq!(cas(Some(b"z"), None).await, conflict(Some(b"b")));
+    assert_eq!(cas(Some(b"b"), None).await, Ok(()));
+    assert_eq!(store.get(b"c/1").await.unwrap(), None);
     // Batches, guarded and not.
     let big = vec![7u8; 1 << 20];
     store
         .apply_batch(&[(b"r/1", &big), (b"g/1", b"running")], &[b"nothing"])
+        .await
         .unwrap();
-    assert_eq!(store.get(b"r/1").unwrap(), Some(big.clone()));
+    assert_eq!(store.get(b"r/1").await.unwrap(), Some(big.clone()));
     let refused = store
         .apply_batch_if((b"g/1", b"paused"), &[(b"r/2", b"2")], &[b"r/1"])
+        .await
         .unwrap();
     assert_eq!(refused, conflict(Some(b"running")));
-    assert_eq!(store.get(b"r/2").unwrap(), None, "nothing written");
+    assert_eq!(store.get(b"r/2").await.unwrap(), None, "nothing written");
     assert_eq!(
-        store.get(b"r/1").unwrap(),
+        store.get(b"r/1").await.unwrap(),
         Some(big.clone()),
         "nothing deleted"
     );
     let absent_guard = store
         .apply_batch_if((b"g/none", b"x"), &[(b"r/2", b"2")], &[])
+        .await
         .unwrap();
     assert_eq!(absent_guard, conflict(None));
     let applied = store
@@ -86,10 +92,11 @@ fn exercise(store: &dyn Store) {
             &[(b"r/2", b"2"), (b"g/1", b"paused")],
             &[b"r/1"],
         )
+        .await
         .unwrap();
     assert_eq!(applied, Ok(()));
-    assert_eq!(store.get(b"r/1").unwrap(), None);
-    assert_eq!(store.get(b"g/1").unwrap(), Some(b"paused".to_vec()));
+    assert_eq!(store.get(b"r/1").await.unwrap(), None);
+    assert_eq!(store.get(b"g/1").await.unwrap(), Some(b"paused".to_vec()));
     // Scans: more keys than a page, prefixes that are prefixes of others,
     // keys with 0xff bytes, in byte order.
     let mut keys: Vec<Vec<u8>> = (0..700u32)
@@ -101,9 +108,11 @@ fn exercise(store: &dyn Store) {
     keys.push(b"y/0".to_vec());
     for key in &keys {
         let value = vec![b'v'; key.len() * 3];
-        store.put(key, &value).unwrap();
+        store.put(key, &value).await.unwrap();
     }
-    let scanned: Vec<Vec<u8>> = store.scan_prefix(b"x/").map(|p| p.unwrap().0).collect();
+    let keys_of =
+        |pairs: Vec<(Vec<u8>, Vec<u8>)>| pairs.into_iter().map(|p| p.0).collect::<Vec<_>>();
+    let scanned = keys_of(scan_prefix(store, b"x/").all().await.unwrap());
     let mut expected: Vec<Vec<u8>> = keys
         .iter()
         .filter(|k| k.starts_with(b"x/"))
@@ -111,29 +120,42 @@ fn exercise(store: &dyn Store) {
         .collect();
     expected.sort();
     assert_eq!(scanned, expected);
-    let ff: Vec<Vec<u8>> = store.scan_prefix(b"x/\xff").map(|p| p.unwrap().0).collect();
+    let ff = keys_of(scan_prefix(store, b"x/\xff").all().await.unwrap());
     assert_eq!(ff, vec![b"x/\xff".to_vec(), b"x/\xff\xff\x00".to_vec()]);
-    let heads: Vec<_> = store
-        .scan_heads(b"x/00", 4)
-        .map(|h| h.unwrap())
+    let heads: Vec<_> = scan_heads(store, b"x/00", 4)
+        .all()
+        .await
+        .unwrap()
+        .into_iter()
         .map(|h| (h.key, h.head, h.len))
         .collect();
     assert_eq!(heads.len(), 100);
     assert_eq!(heads[0], (b"x/0000".to_vec(), b"vvvv".to_vec(), 18));
-    let sizes: Vec<u64> = store.scan_heads(b"r/", 0).map(|h| h.unwrap().len).collect();
+    let sizes: Vec<u64> = scan_heads(store, b"r/", 0)
+        .all()
+        .await
+        .unwrap()
+        .iter()
+        .map(|h| h.len)
+        .collect();
     assert_eq!(sizes, vec![1]);
-    store.put(b"r/big", &big).unwrap();
-    let head = store.scan_heads(b"r/big", 3).next().unwrap().unwrap();
+    store.put(b"r/big", &big).await.unwrap();
+    let head = scan_heads(store, b"r/big", 3)
+        .next()
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((head.head, head.len), (b"\x07\x07\x07".to_vec(), 1 << 20));
-    store.flush().unwrap();
+    store.flush().await.unwrap();
 }
 
-#[test]
-fn the_store_contract_holds_on_postgres_as_on_sled() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_contract_holds_on_postgres_as_on_sled() {
     let dir = tempfile::tempdir().unwrap();
-    exercise(&SledStore::open(dir.path()).unwrap());
-    let url = postgres().database("contract");
-    exercise(&PostgresStore::open(&url).unwrap());
+    exercise(&SledStore::open(dir.path()).unwrap()).await;
+    // The suite's PostgreSQL is driven synchronously: off the runtime.
+    let url = tokio::task::block_in_place(|| postgres().database("contract"));
+    exercise(&PostgresStore::open(&url).await.unwrap()).await;
 }
 
 #[test]
@@ -275,7 +297,10 @@ fn health_reports_the_database() {
     assert_eq!(status, 503, "{health}");
     assert_eq!(health["status"], "degraded");
     let store = health["store"].as_str().unwrap_or_default();
-    assert!(store.contains("postgres"), "{health}");
+    assert!(
+        store.contains("cannot connect to the PostgreSQL database: error connecting to server"),
+        "the sentence the README gives, with PostgreSQL's cause: {health}"
+    );
 }
 
 fn serve_refused(url: &str) -> String {

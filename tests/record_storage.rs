@@ -10,7 +10,7 @@ mod common;
 
 use baton::journal::ExecutionRecord;
 use baton::state::{progress_key, record_key, round_key, rounds_prefix};
-use baton::store::{SledStore, Store};
+use baton::store::SledStore;
 use common::server::{KEY, Server};
 use serde_json::{Value, json};
 

@@ -97,10 +97,10 @@ pub(super) async fn upload(
     let incoming = uploads.iter().map(|(_, bytes)| bytes.len() as u64).sum();
     state.service.admit(owner, incoming)?;
     let files = state.service.files();
-    let stored = uploads
-        .into_iter()
-        .map(|(name, bytes)| files.put(owner, &session, &name, bytes))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut stored = Vec::with_capacity(uploads.len());
+    for (name, bytes) in uploads {
+        stored.push(files.put(owner, &session, &name, bytes).await?);
+    }
     Ok(Json(FilesView::new(session, &stored)).into_response())
 }
 
@@ -114,7 +114,7 @@ pub(super) async fn list(
     Path(session): Path<String>,
 ) -> Result<Response, ApiError> {
     let owner = authorize(&state, &headers)?;
-    let files = state.service.files().list(owner, &session)?;
+    let files = state.service.files().list(owner, &session).await?;
     Ok(Json(FilesView::new(session, &files)).into_response())
 }
 
@@ -133,7 +133,8 @@ pub(super) async fn download(
     let file = state
         .service
         .files()
-        .get(owner, &session, &id)?
+        .get(owner, &session, &id)
+        .await?
         .ok_or(ServiceError::FileNotFound)?;
     let base = file.name.rsplit('/').next().unwrap_or("file");
     let safe: String = base

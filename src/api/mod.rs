@@ -188,7 +188,7 @@ async fn health(State(state): State<Arc<AppState>>) -> Response {
     if !sandbox_ready {
         engine.refill();
     }
-    let store = match state.service.store_check() {
+    let store = match state.service.store_check().await {
         Ok(()) => "ok".to_owned(),
         Err(error) => error.to_string(),
     };
@@ -578,14 +578,17 @@ async fn list_executions(
     let owner = authorize(&state, &headers)?;
     let Query(params) =
         query.map_err(|e| ApiError::BadRequest(format!("invalid query: {}", e.body_text())))?;
-    let listing = state.service.list(
-        owner,
-        &ListQuery {
-            status: params.status,
-            limit: params.limit.unwrap_or(DEFAULT_PAGE),
-            cursor: params.cursor,
-        },
-    )?;
+    let listing = state
+        .service
+        .list(
+            owner,
+            &ListQuery {
+                status: params.status,
+                limit: params.limit.unwrap_or(DEFAULT_PAGE),
+                cursor: params.cursor,
+            },
+        )
+        .await?;
     Ok(Json(ExecutionListView::from(listing)))
 }
 
@@ -602,16 +605,16 @@ async fn inspect(
     Path(id): Path<String>,
 ) -> Result<Json<ExecutionView>, ApiError> {
     let owner = authorize(&state, &headers)?;
-    execution_view(&state, owner, &id)
+    execution_view(&state, owner, &id).await
 }
 
 /// The execution `id` of `owner` as `GET /executions/{id}` shows it.
-fn execution_view(
+async fn execution_view(
     state: &AppState,
     owner: [u8; 8],
     id: &str,
 ) -> Result<Json<ExecutionView>, ApiError> {
-    let inspection = state.service.inspect(owner, id)?;
+    let inspection = state.service.inspect(owner, id).await?;
     Ok(Json(ExecutionView::new(id, &inspection)))
 }
 
@@ -636,5 +639,5 @@ async fn cancel_execution(
     let result = tell_holder(&state, owner, &path, &headers, &Bytes::new(), result);
     log.cancelled(Cancelled::Execution(&id), &result);
     result?;
-    execution_view(&state, owner, &id)
+    execution_view(&state, owner, &id).await
 }

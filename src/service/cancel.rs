@@ -37,6 +37,7 @@ impl Service {
         let link = self
             .store
             .get(&request_key(owner, request_id))
+            .await
             .map_err(ServiceError::store)?
             .and_then(|bytes| RequestLink::decode(&bytes));
         let Some(link) = link else {
@@ -45,6 +46,7 @@ impl Service {
             };
             self.store
                 .put(&early_cancel_key(owner, request_id), &early.encode())
+                .await
                 .map_err(ServiceError::store)?;
             return Ok(CancelOutcome::Pending.into());
         };
@@ -64,7 +66,7 @@ impl Service {
         id: [u8; 16],
     ) -> Result<Cancellation, ServiceError> {
         loop {
-            let (bytes, state) = self.load_state(&id, owner)?;
+            let (bytes, state) = self.load_state(&id, owner).await?;
             match state.status {
                 Status::Cancelled => {
                     // Decided before, perhaps on another node: this
@@ -85,16 +87,17 @@ impl Service {
             let swapped = self
                 .store
                 .compare_and_swap(&state_key(&id), Some(&bytes), Some(&cancelled.encode()))
+                .await
                 .map_err(ServiceError::store)?;
             if swapped.is_ok() {
                 // The record as of its last pause (a step in flight is
                 // refused when it tries to store); none if it cannot be read.
-                let record = self.record_for_round(&id, state.round).ok();
+                let record = self.record_for_round(&id, state.round).await.ok();
                 self.forget_cancelled(&id, &cancelled, None, record.as_ref())
                     .await?;
                 return Ok(Cancellation {
                     outcome: CancelOutcome::Cancelled,
-                    held_at: self.holder_address(&state),
+                    held_at: self.holder_address(&state).await,
                 });
             }
         }
@@ -123,9 +126,10 @@ impl Service {
         if let Some(bytes) = &outcome_bytes {
             puts.push((&outcome_key, bytes));
         }
-        let record_keys = self.forget_record(id)?;
+        let record_keys = self.forget_record(id).await?;
         self.store
             .apply_batch(&puts, &slices(&record_keys))
+            .await
             .map_err(ServiceError::store)?;
         match &outcome_bytes {
             Some(bytes) => self.usage.set(

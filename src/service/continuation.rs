@@ -124,14 +124,14 @@ impl Service {
         let id = claims.execution_id;
         let texts = value_texts(&results);
         let (digest, incoming) = digest_of(&results, &texts);
-        let request_id = self.begin_request(owner, request_id)?;
+        let request_id = self.begin_request(owner, request_id).await?;
         let (state_bytes, state) = loop {
-            let (mut state_bytes, mut state) = self.load_state(&id, owner)?;
+            let (mut state_bytes, mut state) = self.load_state(&id, owner).await?;
             // A round left running by a node that died is claimable again.
-            if let Some(put_back) = self.put_back_if_orphaned(&id, &state_bytes, &state)? {
+            if let Some(put_back) = self.put_back_if_orphaned(&id, &state_bytes, &state).await? {
                 (state_bytes, state) = put_back;
             }
-            self.link_request(owner, &request_id, id)?;
+            self.link_request(owner, &request_id, id).await?;
             let Err(refused) = check_claimable(&state, claims.round) else {
                 break (state_bytes, state);
             };
@@ -145,7 +145,7 @@ impl Service {
             }
         };
         if routing == Routing::ToHolder
-            && let Some(address) = self.holder_address(&state)
+            && let Some(address) = self.holder_address(&state).await
         {
             return Ok(Continued::HeldAt { address, results });
         }
@@ -177,7 +177,10 @@ impl Service {
             texts,
             request_id,
         } = claimable;
-        let loaded = step!("load_record").in_scope(|| self.record_for_round(&id, round));
+        let loaded = self
+            .record_for_round(&id, round)
+            .instrument(step!("load_record"))
+            .await;
         let mut record = match loaded {
             Ok(record) => record,
             // Another request continued the round since the state was read.
@@ -207,7 +210,10 @@ impl Service {
             node: self.store.node(),
             ..state.clone()
         };
-        let claimed = step!("claim").in_scope(|| self.claim(&id, &state_bytes, &running, round));
+        let claimed = self
+            .claim(&id, &state_bytes, &running, round)
+            .instrument(step!("claim"))
+            .await;
         if let Err(refused) = claimed {
             return self
                 .answer_retry(&id, owner, round, digest, refused)
@@ -224,7 +230,7 @@ impl Service {
         let (step, kind) = match resumed {
             Ok(done) => done,
             Err(error) => {
-                self.release(&id, &running, &state);
+                self.release(&id, &running, &state).await;
                 return Err(ServiceError::Unavailable(error.to_string()));
             }
         };
@@ -260,7 +266,7 @@ impl Service {
         let mut poll = 0u64;
         loop {
             poll += 1;
-            let (bytes, state) = self.load_state(id, owner)?;
+            let (bytes, state) = self.load_state(id, owner).await?;
             if state.answered != this {
                 return Err(refused);
             }
@@ -269,7 +275,10 @@ impl Service {
                 // again, to be claimed.
                 Status::Running
                     if poll.is_multiple_of(ORPHAN_CHECK_POLLS)
-                        && self.put_back_if_orphaned(id, &bytes, &state)?.is_some() =>
+                        && self
+                            .put_back_if_orphaned(id, &bytes, &state)
+                            .await?
+                            .is_some() =>
                 {
                     return Ok(Retried::PutBack);
                 }
@@ -278,7 +287,7 @@ impl Service {
                 }
                 Status::Running => return Err(ServiceError::InProgress),
                 Status::Paused => {
-                    let record = self.load_record(id)?;
+                    let record = self.load_record(id).await?;
                     let calls = record
                         .pending
                         .as_ref()
@@ -296,7 +305,7 @@ impl Service {
                 }
                 Status::Cancelled => return Err(ServiceError::Cancelled),
                 Status::Completed | Status::Failed => {
-                    let outcome = self.load_outcome(id)?.ok_or(refused)?;
+                    let outcome = self.load_outcome(id).await?.ok_or(refused)?;
                     metrics::counter!("baton_retried_continuations_total").increment(1);
                     return Ok(Retried::Answer(Box::new(Reply::from_outcome(
                         hex::encode(id),
@@ -309,7 +318,7 @@ impl Service {
         }
     }
 
-    fn claim(
+    async fn claim(
         &self,
         id: &[u8; 16],
         expected: &[u8],
@@ -319,6 +328,7 @@ impl Service {
         let swapped = self
             .store
             .compare_and_swap(&state_key(id), Some(expected), Some(&running.encode()))
+            .await
             .map_err(ServiceError::store)?;
         match swapped {
             Ok(()) => Ok(()),
@@ -338,12 +348,15 @@ impl Service {
     /// A state that changed since the claim (a cancel came) is left as it
     /// is; a store that fails is logged, and the round stays `Running`
     /// until the next start of the server puts it back to paused.
-    fn release(&self, id: &[u8; 16], running: &ExecState, paused: &ExecState) {
-        let swapped = self.store.compare_and_swap(
-            &state_key(id),
-            Some(&running.encode()),
-            Some(&paused.encode()),
-        );
+    async fn release(&self, id: &[u8; 16], running: &ExecState, paused: &ExecState) {
+        let swapped = self
+            .store
+            .compare_and_swap(
+                &state_key(id),
+                Some(&running.encode()),
+                Some(&paused.encode()),
+            )
+            .await;
         match swapped {
             Ok(Ok(())) => {}
             Ok(Err(_changed)) => {

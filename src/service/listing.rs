@@ -11,7 +11,7 @@
 //! - A cursor is the index position of the last execution returned: the
 //!   next page starts after it, whatever was started or swept meanwhile.
 
-use crate::state::{ExecState, LISTINGS, Status, listing_prefix, parse_listing_key, state_key};
+use crate::state::{ExecState, Status, listing_prefix, parse_listing_key, state_key};
 
 use super::error::ServiceError;
 use super::{Service, now_secs};
@@ -73,7 +73,7 @@ const STATUSES: [&str; 6] = [
 
 impl Service {
     /// A page of `owner`'s executions, newest first.
-    pub fn list(&self, owner: [u8; 8], query: &ListQuery) -> Result<Listing, ServiceError> {
+    pub async fn list(&self, owner: [u8; 8], query: &ListQuery) -> Result<Listing, ServiceError> {
         if let Some(status) = query.status.as_deref()
             && !STATUSES.contains(&status)
         {
@@ -96,7 +96,8 @@ impl Service {
         let now = now_secs();
         let mut executions = Vec::new();
         let mut next_cursor = None;
-        for pair in self.store.scan_prefix(&prefix) {
+        let mut scan = crate::store::scan_prefix(self.store.as_ref(), &prefix);
+        while let Some(pair) = scan.next().await {
             let (key, _) = pair.map_err(ServiceError::store)?;
             if after.as_ref().is_some_and(|after| key <= *after) {
                 continue;
@@ -104,7 +105,7 @@ impl Service {
             let Some((started_us, id)) = parse_listing_key(&key) else {
                 continue;
             };
-            let Some(state) = self.listed_state(&id, owner)? else {
+            let Some(state) = self.listed_state(&id, owner).await? else {
                 continue;
             };
             let status = shown_status(&state, now);
@@ -133,7 +134,7 @@ impl Service {
     }
 
     /// The state of a listed execution, if it is still kept and `owner`'s.
-    fn listed_state(
+    async fn listed_state(
         &self,
         id: &[u8; 16],
         owner: [u8; 8],
@@ -141,6 +142,7 @@ impl Service {
         let bytes = self
             .store
             .get(&state_key(id))
+            .await
             .map_err(ServiceError::store)?;
         Ok(bytes
             .as_deref()
@@ -148,16 +150,17 @@ impl Service {
             .filter(|state| state.owner == owner))
     }
 
-    /// Removes index entries whose execution is gone.
-    pub(super) fn sweep_listings(&self) -> Result<(), ServiceError> {
-        self.sweep_prefix(LISTINGS, |key, _| match parse_listing_key(key) {
+    /// Whether the index entry `key` names an execution that is gone.
+    pub(super) async fn listing_is_stale(&self, key: &[u8]) -> Result<bool, ServiceError> {
+        match parse_listing_key(key) {
             Some((_, id)) => Ok(self
                 .store
                 .get(&state_key(&id))
+                .await
                 .map_err(ServiceError::store)?
                 .is_none()),
             None => Ok(true),
-        })
+        }
     }
 }
 

@@ -148,8 +148,8 @@ impl Service {
     }
 
     /// Whether the database answers (for `/health`).
-    pub fn store_check(&self) -> Result<(), StoreError> {
-        self.store.check()
+    pub async fn store_check(&self) -> Result<(), StoreError> {
+        self.store.check().await
     }
 
     /// The engine (for metrics).
@@ -162,10 +162,11 @@ impl Service {
         &self.files
     }
 
-    fn load_outcome(&self, id: &[u8; 16]) -> Result<Option<EndedOutcome>, ServiceError> {
+    async fn load_outcome(&self, id: &[u8; 16]) -> Result<Option<EndedOutcome>, ServiceError> {
         match self
             .store
             .get(&outcome_key(id))
+            .await
             .map_err(ServiceError::store)?
         {
             None => Ok(None),
@@ -175,7 +176,7 @@ impl Service {
         }
     }
 
-    fn load_state(
+    async fn load_state(
         &self,
         id: &[u8; 16],
         owner: [u8; 8],
@@ -183,6 +184,7 @@ impl Service {
         let bytes = self
             .store
             .get(&state_key(id))
+            .await
             .map_err(ServiceError::store)?
             .ok_or(ServiceError::NotFound)?;
         let state = ExecState::decode(&bytes)
@@ -194,12 +196,12 @@ impl Service {
     }
 
     /// What an operator sees of an execution.
-    pub fn inspect(&self, owner: [u8; 8], id_hex: &str) -> Result<Inspection, ServiceError> {
+    pub async fn inspect(&self, owner: [u8; 8], id_hex: &str) -> Result<Inspection, ServiceError> {
         let id = parse_execution_id(id_hex)?;
-        let (_, state) = self.load_state(&id, owner)?;
+        let (_, state) = self.load_state(&id, owner).await?;
         let (record, outcome) = match state.status {
-            Status::Paused | Status::Running => (Some(self.load_record(&id)?), None),
-            _ => (None, self.load_outcome(&id)?),
+            Status::Paused | Status::Running => (Some(self.load_record(&id).await?), None),
+            _ => (None, self.load_outcome(&id).await?),
         };
         Ok(Inspection {
             status: shown_status(&state, now_secs()),

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::state::{ExecState, NODES, Status, node_key, node_of_key, state_key};
+use crate::state::{ExecState, Status, node_key, node_of_key, state_key};
 
 use super::Service;
 use super::error::ServiceError;
@@ -39,49 +39,54 @@ pub(super) struct NodeDirectory {
 }
 
 impl NodeDirectory {
-    /// The address of `node`, from what is known or from `lookup`.
-    fn address(&self, node: u64, lookup: impl FnOnce() -> Option<String>) -> Option<String> {
+    /// What is known of the address of `node` (`Some(None)`: it has
+    /// none, or is dead), if it was looked up recently.
+    fn known(&self, node: u64) -> Option<Option<String>> {
+        let known = self.known.lock().ok()?;
+        let (at, address) = known.get(&node)?;
+        (at.elapsed() < KNOWN_FOR).then(|| address.clone())
+    }
+
+    /// Keeps what a lookup found of the address of `node`.
+    fn remember(&self, node: u64, address: Option<String>) {
         let now = Instant::now();
-        if let Ok(known) = self.known.lock()
-            && let Some((at, address)) = known.get(&node)
-            && now.duration_since(*at) < KNOWN_FOR
-        {
-            return address.clone();
-        }
-        let address = lookup();
         if let Ok(mut known) = self.known.lock() {
             known.retain(|_, (at, _)| now.duration_since(*at) < KNOWN_FOR);
-            known.insert(node, (now, address.clone()));
+            known.insert(node, (now, address));
         }
-        address
     }
 }
 
 impl Service {
     /// Stores this node's address for the other nodes (`--advertise`).
-    pub fn advertise(&self, address: &str) -> Result<(), ServiceError> {
+    pub async fn advertise(&self, address: &str) -> Result<(), ServiceError> {
         self.store
             .put(&node_key(self.store.node()), address.as_bytes())
+            .await
             .map_err(ServiceError::store)
     }
 
     /// The address of the node that wrote `state` (whose child is parked
     /// for it, or runs its round), when that is another node, alive and
     /// with an address.
-    pub(super) fn holder_address(&self, state: &ExecState) -> Option<String> {
+    pub(super) async fn holder_address(&self, state: &ExecState) -> Option<String> {
         if !self.store.shared() || state.node == self.store.node() {
             return None;
         }
-        self.directory
-            .address(state.node, || self.lookup(state.node))
+        if let Some(known) = self.directory.known(state.node) {
+            return known;
+        }
+        let address = self.lookup(state.node).await;
+        self.directory.remember(state.node, address.clone());
+        address
     }
 
     /// The address of `node` if it is alive and gave one.
-    fn lookup(&self, node: u64) -> Option<String> {
-        if !self.store.node_alive(node).ok()? {
+    async fn lookup(&self, node: u64) -> Option<String> {
+        if !self.store.node_alive(node).await.ok()? {
             return None;
         }
-        let address = self.store.get(&node_key(node)).ok()??;
+        let address = self.store.get(&node_key(node)).await.ok()??;
         String::from_utf8(address).ok()
     }
 
@@ -90,13 +95,13 @@ impl Service {
     /// swept there),
     /// and the running children of executions cancelled or swept on
     /// another node; returns how many.
-    pub fn end_stale_children(&self) -> Result<usize, ServiceError> {
+    pub async fn end_stale_children(&self) -> Result<usize, ServiceError> {
         let here = self.store.node();
         let mut evicted = 0;
         for id in self.engine.parked_ids() {
             // Running here too: a pause parks its child before its state
             // is stored.
-            let held_here = self.stored_state(&id)?.is_some_and(|s| {
+            let held_here = self.stored_state(&id).await?.is_some_and(|s| {
                 s.node == here && matches!(s.status, Status::Paused | Status::Running)
             });
             if !held_here && self.engine.evict(&id) {
@@ -105,7 +110,8 @@ impl Service {
         }
         for id in self.engine.running_ids() {
             let gone = self
-                .stored_state(&id)?
+                .stored_state(&id)
+                .await?
                 .is_none_or(|s| s.status == Status::Cancelled);
             if gone && self.engine.kill(&id) {
                 evicted += 1;
@@ -115,19 +121,24 @@ impl Service {
     }
 
     /// The state of execution `id`, whoever owns it.
-    fn stored_state(&self, id: &[u8; 16]) -> Result<Option<ExecState>, ServiceError> {
+    async fn stored_state(&self, id: &[u8; 16]) -> Result<Option<ExecState>, ServiceError> {
         Ok(self
             .store
             .get(&state_key(id))
+            .await
             .map_err(ServiceError::store)?
             .and_then(|bytes| ExecState::decode(&bytes)))
     }
 
-    /// Deletes the addresses of nodes that are gone.
-    pub(super) fn sweep_nodes(&self) -> Result<(), ServiceError> {
-        self.sweep_prefix(NODES, |key, _| match node_of_key(key) {
+    /// Whether the address `key` is of a node that is gone.
+    pub(super) async fn address_is_stale(&self, key: &[u8]) -> Result<bool, ServiceError> {
+        match node_of_key(key) {
             None => Ok(true),
-            Some(node) => Ok(!self.store.node_alive(node).map_err(ServiceError::store)?),
-        })
+            Some(node) => Ok(!self
+                .store
+                .node_alive(node)
+                .await
+                .map_err(ServiceError::store)?),
+        }
     }
 }

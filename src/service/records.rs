@@ -105,10 +105,10 @@ impl Service {
     /// after the other, so a read that crossed the commit of a step (the
     /// progress before it, the rounds after) is read again; a record still
     /// inconsistent after [`RECORD_READS`] reads is corrupt.
-    pub(super) fn load_record(&self, id: &[u8; 16]) -> Result<ExecutionRecord, ServiceError> {
+    pub(super) async fn load_record(&self, id: &[u8; 16]) -> Result<ExecutionRecord, ServiceError> {
         let mut reads = 1;
         loop {
-            match self.read_record_parts(id) {
+            match self.read_record_parts(id).await {
                 Err(ServiceError::Corrupt(_)) if reads < RECORD_READS => {
                     reads += 1;
                     std::thread::sleep(std::time::Duration::from_millis(2));
@@ -118,10 +118,11 @@ impl Service {
         }
     }
 
-    fn read_record_parts(&self, id: &[u8; 16]) -> Result<ExecutionRecord, ServiceError> {
+    async fn read_record_parts(&self, id: &[u8; 16]) -> Result<ExecutionRecord, ServiceError> {
         let start = self
             .store
             .get(&record_key(id))
+            .await
             .map_err(ServiceError::store)?
             .ok_or(ServiceError::NotFound)?;
         if is_whole_record(&start) {
@@ -130,16 +131,18 @@ impl Service {
         let progress = self
             .store
             .get(&progress_key(id))
+            .await
             .map_err(ServiceError::store)?
             .ok_or_else(|| {
                 ServiceError::Corrupt("execution record is corrupt: its progress is missing".into())
             })?;
-        let rounds = self
-            .store
-            .scan_prefix(&rounds_prefix(id))
-            .map(|pair| pair.map(|(_, bytes)| bytes))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(ServiceError::store)?;
+        let rounds = crate::store::scan_prefix(self.store.as_ref(), &rounds_prefix(id))
+            .all()
+            .await
+            .map_err(ServiceError::store)?
+            .into_iter()
+            .map(|(_, bytes)| bytes)
+            .collect::<Vec<_>>();
         ExecutionRecord::from_parts(&start, &progress, &rounds).map_err(corrupt)
     }
 
@@ -148,14 +151,14 @@ impl Service {
     /// continued the round since this one read the state) is
     /// [`ServiceError::AlreadyUsed`]: this request is a retry or too late,
     /// never a continuation of the next round with the last one's results.
-    pub(super) fn record_for_round(
+    pub(super) async fn record_for_round(
         &self,
         id: &[u8; 16],
         round: u32,
     ) -> Result<ExecutionRecord, ServiceError> {
         let record = match self.records.take(id, round) {
             Some(record) => record,
-            None => self.load_record(id)?,
+            None => self.load_record(id).await?,
         };
         if record.round_count() != round as usize {
             return Err(ServiceError::AlreadyUsed);
@@ -166,9 +169,9 @@ impl Service {
     /// Forgets an execution's record (an end, a cancel, a sweep): drops it
     /// from the cache and returns the keys of every stored part, for the
     /// batch that deletes them.
-    pub(super) fn forget_record(&self, id: &[u8; 16]) -> Result<Vec<Vec<u8>>, ServiceError> {
+    pub(super) async fn forget_record(&self, id: &[u8; 16]) -> Result<Vec<Vec<u8>>, ServiceError> {
         self.records.remove(id);
-        self.record_keys(id)
+        self.record_keys(id).await
     }
 
     /// [`Service::forget_record`] for a record in hand: the keys of its
@@ -184,9 +187,10 @@ impl Service {
     }
 
     /// The keys of every stored part of an execution's record.
-    fn record_keys(&self, id: &[u8; 16]) -> Result<Vec<Vec<u8>>, ServiceError> {
+    async fn record_keys(&self, id: &[u8; 16]) -> Result<Vec<Vec<u8>>, ServiceError> {
         let mut keys = vec![record_key(id), progress_key(id)];
-        for head in self.store.scan_heads(&rounds_prefix(id), 0) {
+        let mut scan = crate::store::scan_heads(self.store.as_ref(), &rounds_prefix(id), 0);
+        while let Some(head) = scan.next().await {
             keys.push(head.map_err(ServiceError::store)?.key);
         }
         Ok(keys)

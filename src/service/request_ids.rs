@@ -41,7 +41,7 @@ impl Service {
     /// Marks the request's client id in flight (a second request with the
     /// same id while the first is served: 409) and takes a cancel that came
     /// before it.
-    pub(super) fn begin_request<'a>(
+    pub(super) async fn begin_request<'a>(
         &'a self,
         owner: [u8; 8],
         request_id: Option<&'a str>,
@@ -67,9 +67,12 @@ impl Service {
             key,
         };
         let early = early_cancel_key(owner, id);
-        let cancelled_early = match self.store.get(&early).map_err(ServiceError::store)? {
+        let cancelled_early = match self.store.get(&early).await.map_err(ServiceError::store)? {
             Some(bytes) => {
-                self.store.delete(&early).map_err(ServiceError::store)?;
+                self.store
+                    .delete(&early)
+                    .await
+                    .map_err(ServiceError::store)?;
                 EarlyCancel::decode(&bytes).is_some_and(|c| c.until >= now_secs())
             }
             None => false,
@@ -82,7 +85,7 @@ impl Service {
     }
 
     /// Links a client request id to the execution it starts or continues.
-    pub(super) fn link_request(
+    pub(super) async fn link_request(
         &self,
         owner: [u8; 8],
         request: &RequestId<'_>,
@@ -97,6 +100,7 @@ impl Service {
         };
         self.store
             .put(&request_key(owner, id), &link.encode())
+            .await
             .map_err(ServiceError::store)
     }
 }

@@ -65,11 +65,10 @@ impl Service {
         let guard_key = state_key(&stored.id);
         let guard_value = running.encode();
         let began = std::time::Instant::now();
-        step!("store_write")
-            .in_scope(|| {
-                self.store
-                    .apply_batch_if((&guard_key, &guard_value), puts, deletes)
-            })
+        self.store
+            .apply_batch_if((&guard_key, &guard_value), puts, deletes)
+            .instrument(step!("store_write"))
+            .await
             .map_err(ServiceError::store)?
             .map_err(|_changed| ServiceError::Cancelled)?;
         match flush {
@@ -161,6 +160,7 @@ impl Service {
                 let files = self
                     .files
                     .keep_produced(state.owner, &record.session_id, produced)
+                    .await
                     .map_err(ServiceError::from)?;
                 self.end(record, &state, None, files).await
             }

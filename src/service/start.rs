@@ -13,7 +13,7 @@ use super::{Service, now_micros, now_secs};
 
 impl Service {
     /// Loads the files a start request names, as the workspace to start with.
-    fn workspace(
+    async fn workspace(
         &self,
         owner: [u8; 8],
         session: &str,
@@ -31,6 +31,7 @@ impl Service {
             let stored = self
                 .files
                 .get(owner, from, &file.id)
+                .await
                 .map_err(ServiceError::from)?
                 .ok_or_else(|| {
                     ServiceError::Invalid(format!(
@@ -65,14 +66,16 @@ impl Service {
         request: StartRequest,
     ) -> Result<Reply, ServiceError> {
         let _in_flight = self.engine.hold_for_request();
-        let request_id = self.begin_request(owner, request.request_id.as_deref())?;
+        let request_id = self
+            .begin_request(owner, request.request_id.as_deref())
+            .await?;
         let session_id = request
             .session_id
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| format!("sess_{}", hex::encode(rand::random::<[u8; 12]>())));
         crate::workspace::check_session(&session_id).map_err(ServiceError::from)?;
         self.admit(owner, request.code.len() as u64)?;
-        let files = self.workspace(owner, &session_id, &request.files)?;
+        let files = self.workspace(owner, &session_id, &request.files).await?;
         let spec = ExecutionSpec {
             source: request.code,
             tools: request.tools,
@@ -98,13 +101,16 @@ impl Service {
         // ~0.15 ms): the index entry first, so a crash between them leaves
         // an entry without a state, which listings skip and the sweep removes.
         let listed = listing_key(&owner, now_micros(), &record.id);
-        step!("store_state")
-            .in_scope(|| {
-                self.store.put(&listed, &[])?;
-                self.store.put(&state_key(&record.id), &state.encode())
-            })
-            .map_err(ServiceError::store)?;
-        self.link_request(owner, &request_id, record.id)?;
+        async {
+            self.store.put(&listed, &[]).await?;
+            self.store
+                .put(&state_key(&record.id), &state.encode())
+                .await
+        }
+        .instrument(step!("store_state"))
+        .await
+        .map_err(ServiceError::store)?;
+        self.link_request(owner, &request_id, record.id).await?;
         if request_id.cancelled_early {
             return self.cancel_now(record, state).await;
         }

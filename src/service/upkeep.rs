@@ -12,9 +12,9 @@ use std::collections::HashMap;
 
 use crate::quota::{Item, KeyUsage};
 use crate::state::{
-    EARLY_CANCELS, EarlyCancel, ExecState, OUTCOMES, PROGRESS, RECORDS, REQUEST_LINKS, ROUNDS,
-    RequestLink, STATES, Status, id_after_prefix, id_of_state_key, outcome_key, record_key,
-    state_key,
+    EARLY_CANCELS, EarlyCancel, ExecState, LISTINGS, NODES, OUTCOMES, PROGRESS, RECORDS,
+    REQUEST_LINKS, ROUNDS, RequestLink, STATES, Status, id_after_prefix, id_of_state_key,
+    outcome_key, record_key, state_key,
 };
 
 use super::Service;
@@ -33,6 +33,32 @@ pub struct Upkept {
     pub swept: usize,
     /// Expired session files deleted.
     pub swept_files: usize,
+}
+
+/// The keys a sweep removes once they are gone, other than executions
+/// and files.
+#[derive(Clone, Copy)]
+enum Swept {
+    /// Request-id links past their expiry at `now`.
+    RequestLinks { now: u64 },
+    /// Cancels that came before their request, past their expiry.
+    EarlyCancels { now: u64 },
+    /// Listing entries of executions that are gone.
+    Listings,
+    /// Addresses of nodes that are gone.
+    NodeAddresses,
+}
+
+impl Swept {
+    /// Where the keys of this kind are.
+    fn prefix(self) -> &'static [u8] {
+        match self {
+            Swept::RequestLinks { .. } => REQUEST_LINKS,
+            Swept::EarlyCancels { .. } => EARLY_CANCELS,
+            Swept::Listings => LISTINGS,
+            Swept::NodeAddresses => NODES,
+        }
+    }
 }
 
 /// What one pass over the executions' states does to each
@@ -61,14 +87,16 @@ impl Service {
     /// paused again (failed when the execution has no record: it died
     /// starting), and what each key stores is counted; one read of the
     /// states. Returns how many rounds were put back.
-    pub fn recover_and_count(&self) -> Result<usize, ServiceError> {
-        let done = self.pass_over_states(StatePass {
-            recover: true,
-            count: true,
-            sweep_at: None,
-        })?;
-        self.store.flush().map_err(ServiceError::store)?;
-        self.count_usage(&done.owners)?;
+    pub async fn recover_and_count(&self) -> Result<usize, ServiceError> {
+        let done = self
+            .pass_over_states(StatePass {
+                recover: true,
+                count: true,
+                sweep_at: None,
+            })
+            .await?;
+        self.store.flush().await.map_err(ServiceError::store)?;
+        self.count_usage(&done.owners).await?;
         Ok(done.recovered)
     }
 
@@ -76,16 +104,17 @@ impl Service {
     /// left running by a dead node is paused again (a round a live node
     /// runs is left alone), an expired execution is deleted, the owner of
     /// every execution kept is noted.
-    fn pass_over_states(&self, pass: StatePass) -> Result<PassDone, ServiceError> {
+    async fn pass_over_states(&self, pass: StatePass) -> Result<PassDone, ServiceError> {
         let mut done = PassDone::default();
-        for pair in self.store.scan_prefix(STATES) {
+        let mut scan = crate::store::scan_prefix(self.store.as_ref(), STATES);
+        while let Some(pair) = scan.next().await {
             let (key, bytes) = pair.map_err(ServiceError::store)?;
             let Some(id) = id_of_state_key(&key) else {
                 continue;
             };
             let mut state = ExecState::decode(&bytes);
             if let (true, Some(stored)) = (pass.recover, &state)
-                && let Some((_, next)) = self.put_back_if_orphaned(&id, &bytes, stored)?
+                && let Some((_, next)) = self.put_back_if_orphaned(&id, &bytes, stored).await?
             {
                 done.recovered += 1;
                 state = Some(next);
@@ -96,7 +125,7 @@ impl Service {
                     .is_none_or(|s| s.expires_at <= now && s.status != Status::Running)
             };
             if pass.sweep_at.is_some_and(expired) {
-                self.delete_expired(&id, key)?;
+                self.delete_expired(&id, key).await?;
                 done.swept += 1;
                 continue;
             }
@@ -111,7 +140,7 @@ impl Service {
     /// node, puts it back to paused (failed without a record) by a
     /// compare-and-swap, and returns what it stored; `None` when the state
     /// is not orphaned or changed meanwhile.
-    pub(super) fn put_back_if_orphaned(
+    pub(super) async fn put_back_if_orphaned(
         &self,
         id: &[u8; 16],
         bytes: &[u8],
@@ -121,6 +150,7 @@ impl Service {
             || self
                 .store
                 .node_alive(state.node)
+                .await
                 .map_err(ServiceError::store)?
         {
             return Ok(None);
@@ -128,6 +158,7 @@ impl Service {
         let has_record = self
             .store
             .get(&record_key(id))
+            .await
             .map_err(ServiceError::store)?
             .is_some();
         let next = ExecState {
@@ -142,6 +173,7 @@ impl Service {
         let swapped = self
             .store
             .compare_and_swap(&state_key(id), Some(bytes), Some(&next_bytes))
+            .await
             .map_err(ServiceError::store)?;
         Ok(swapped.is_ok().then_some((next_bytes, next)))
     }
@@ -150,11 +182,15 @@ impl Service {
     /// its files), reading sizes, not contents, for the executions of
     /// `owners`, in place of the counts kept so far: at start-up, and with
     /// each upkeep when other nodes share the store (they write too).
-    fn count_usage(&self, owners: &HashMap<[u8; 16], ([u8; 8], u64)>) -> Result<(), ServiceError> {
+    async fn count_usage(
+        &self,
+        owners: &HashMap<[u8; 16], ([u8; 8], u64)>,
+    ) -> Result<(), ServiceError> {
         let usage = KeyUsage::new(self.config.max_key_storage_bytes);
         let mut sizes: HashMap<[u8; 16], u64> = HashMap::new();
         for prefix in [RECORDS, PROGRESS, ROUNDS, OUTCOMES] {
-            for head in self.store.scan_heads(prefix, 0) {
+            let mut scan = crate::store::scan_heads(self.store.as_ref(), prefix, 0);
+            while let Some(head) = scan.next().await {
                 let head = head.map_err(ServiceError::store)?;
                 if let Some(id) = id_after_prefix(prefix, &head.key) {
                     *sizes.entry(id).or_default() += head.len;
@@ -166,7 +202,10 @@ impl Service {
                 usage.set(Item::Execution(id), *owner, bytes, *expires_at);
             }
         }
-        self.files.count_usage(&usage).map_err(ServiceError::from)?;
+        self.files
+            .count_usage(&usage)
+            .await
+            .map_err(ServiceError::from)?;
         self.usage.replace_with(usage);
         Ok(())
     }
@@ -178,82 +217,97 @@ impl Service {
     /// the one node whose turn it is, expired executions are deleted; then
     /// (that node) the sweeps of the other expired keys, of files and of
     /// dead nodes' addresses.
-    pub fn upkeep(&self, now: u64) -> Result<Upkept, ServiceError> {
+    pub async fn upkeep(&self, now: u64) -> Result<Upkept, ServiceError> {
         let mut done = Upkept {
-            evicted: self.end_stale_children()?,
+            evicted: self.end_stale_children().await?,
             ..Upkept::default()
         };
         let shared = self.store.shared();
-        let turn = self.store.sweep_turn().map_err(ServiceError::store)?;
+        let turn = self.store.sweep_turn().await.map_err(ServiceError::store)?;
         if !shared && turn.is_none() {
             return Ok(done);
         }
-        let passed = self.pass_over_states(StatePass {
-            recover: shared,
-            count: shared,
-            sweep_at: turn.is_some().then_some(now),
-        })?;
+        let passed = self
+            .pass_over_states(StatePass {
+                recover: shared,
+                count: shared,
+                sweep_at: turn.is_some().then_some(now),
+            })
+            .await?;
         done.recovered = passed.recovered;
         done.swept = passed.swept;
         if shared {
-            self.count_usage(&passed.owners)?;
+            self.count_usage(&passed.owners).await?;
         }
         if turn.is_some() {
-            self.sweep_the_rest(now)?;
-            done.swept_files = self.sweep_files(now)?;
-            self.sweep_nodes()?;
+            self.sweep_the_rest(now).await?;
+            done.swept_files = self.sweep_files(now).await?;
+            self.sweep(Swept::NodeAddresses).await?;
         }
         // Puts back and deletions reach the disk (the deletions' large
         // values are reclaimed once they are durable).
-        self.store.flush().map_err(ServiceError::store)?;
+        self.store.flush().await.map_err(ServiceError::store)?;
         Ok(done)
     }
 
     /// Deletes an expired execution: its state (`key`), record and
     /// outcome; ends its parked child.
-    fn delete_expired(&self, id: &[u8; 16], key: Vec<u8>) -> Result<(), ServiceError> {
+    async fn delete_expired(&self, id: &[u8; 16], key: Vec<u8>) -> Result<(), ServiceError> {
         self.engine.evict(id);
-        let mut deletes = self.forget_record(id)?;
+        let mut deletes = self.forget_record(id).await?;
         deletes.extend([key, outcome_key(id)]);
         self.store
             .apply_batch(&[], &slices(&deletes))
+            .await
             .map_err(ServiceError::store)?;
         self.usage.remove(&Item::Execution(*id));
         Ok(())
     }
 
     /// Deletes session files past their lifetime; returns how many.
-    pub fn sweep_files(&self, now: u64) -> Result<usize, ServiceError> {
+    pub async fn sweep_files(&self, now: u64) -> Result<usize, ServiceError> {
         self.files
             .sweep(now.saturating_sub(self.config.file_ttl_secs))
+            .await
             .map_err(ServiceError::from)
     }
 
     /// Deletes expired request-id links and early cancels, and the
     /// listings' entries of executions that are gone.
-    fn sweep_the_rest(&self, now: u64) -> Result<(), ServiceError> {
-        self.sweep_prefix(REQUEST_LINKS, |_, bytes| {
-            Ok(RequestLink::decode(bytes).is_none_or(|link| link.expires_at <= now))
-        })?;
-        self.sweep_prefix(EARLY_CANCELS, |_, bytes| {
-            Ok(EarlyCancel::decode(bytes).is_none_or(|early| early.until <= now))
-        })?;
-        self.sweep_listings()
+    async fn sweep_the_rest(&self, now: u64) -> Result<(), ServiceError> {
+        for swept in [
+            Swept::RequestLinks { now },
+            Swept::EarlyCancels { now },
+            Swept::Listings,
+        ] {
+            self.sweep(swept).await?;
+        }
+        Ok(())
     }
 
-    /// Deletes the keys under `prefix` that `expired` (given a key and its
-    /// value) says are gone.
-    pub(super) fn sweep_prefix(
-        &self,
-        prefix: &[u8],
-        expired: impl Fn(&[u8], &[u8]) -> Result<bool, ServiceError>,
-    ) -> Result<(), ServiceError> {
-        for pair in self.store.scan_prefix(prefix) {
+    /// Deletes the keys of `swept`'s kind that are gone.
+    async fn sweep(&self, swept: Swept) -> Result<(), ServiceError> {
+        let mut scan = crate::store::scan_prefix(self.store.as_ref(), swept.prefix());
+        while let Some(pair) = scan.next().await {
             let (key, bytes) = pair.map_err(ServiceError::store)?;
-            if expired(&key, &bytes)? {
-                self.store.delete(&key).map_err(ServiceError::store)?;
+            if self.is_gone(swept, &key, &bytes).await? {
+                self.store.delete(&key).await.map_err(ServiceError::store)?;
             }
         }
         Ok(())
+    }
+
+    /// Whether the pair `key`/`bytes` of `swept`'s kind is gone.
+    async fn is_gone(&self, swept: Swept, key: &[u8], bytes: &[u8]) -> Result<bool, ServiceError> {
+        match swept {
+            Swept::RequestLinks { now } => {
+                Ok(RequestLink::decode(bytes).is_none_or(|link| link.expires_at <= now))
+            }
+            Swept::EarlyCancels { now } => {
+                Ok(EarlyCancel::decode(bytes).is_none_or(|early| early.until <= now))
+            }
+            Swept::Listings => self.listing_is_stale(key).await,
+            Swept::NodeAddresses => self.address_is_stale(key).await,
+        }
     }
 }

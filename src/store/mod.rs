@@ -1,11 +1,11 @@
 //! Durable key-value storage of executions.
 //!
-//! [`Store`] is what the service needs from a database: point reads and
-//! writes, an atomic compare-and-swap (the claim of a round), atomic batches
-//! (a pause writes its record and state together), prefix scans that read
-//! one pair at a time (recovery and sweeping never hold a whole table), scans
-//! of value heads and sizes (listings and accounting never read file
-//! contents) and a flush. [`SledStore`] is the embedded default;
+//! [`Store`] is what the service needs from a database, every call
+//! asynchronous: point reads and writes, an atomic compare-and-swap (the
+//! claim of a round), atomic batches (a pause writes its record and state
+//! together), prefix scans read a page at a time ([`Scan`]: recovery and
+//! sweeping never hold a whole table), scans of value heads and sizes
+//! (listings and accounting never read file contents) and a flush. [`SledStore`] is the embedded default;
 //! [`PostgresStore`] keeps the same contract in PostgreSQL (`--store`).
 //!
 //! Servers that share a store ([`Store::shared`]: PostgreSQL) are
@@ -32,7 +32,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 pub use postgres_store::PostgresStore;
-pub use sled_store::SledStore;
+pub use sled_store::{SledScan, SledStore};
 
 /// A failure of the database itself.
 #[derive(Debug, thiserror::Error)]
@@ -80,9 +80,6 @@ pub type CasResult = Result<Result<(), CasConflict>, StoreError>;
 /// One pair of a scan.
 pub type Pair = (Vec<u8>, Vec<u8>);
 
-/// A scan, read one pair at a time.
-pub type Scan<'a> = Box<dyn Iterator<Item = Result<Pair, StoreError>> + Send + 'a>;
-
 /// What a head scan gives of one value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Head {
@@ -94,48 +91,75 @@ pub struct Head {
     pub len: u64,
 }
 
-/// A head scan, read one value at a time.
-pub type HeadScan<'a> = Box<dyn Iterator<Item = Result<Head, StoreError>> + Send + 'a>;
+/// Items a scan reads per call to the store.
+pub const SCAN_PAGE: usize = 256;
 
-/// What the service needs from a database.
+/// A future of a store call, as [`async_trait`] boxes them.
+pub type StoreFuture<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// What the service needs from a database. Every call is `async`: the
+/// embedded store answers at once (its flush blocks its thread, inside
+/// `block_in_place`), PostgreSQL over its asynchronous driver, and a call
+/// that reached the database runs to its end even when its caller is
+/// dropped.
+#[async_trait::async_trait]
 pub trait Store: Send + Sync {
     /// The value of `key`.
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
+    async fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
     /// Sets `key`.
-    fn put(&self, key: &[u8], value: &[u8]) -> Result<(), StoreError>;
+    async fn put(&self, key: &[u8], value: &[u8]) -> Result<(), StoreError>;
     /// Removes `key`.
-    fn delete(&self, key: &[u8]) -> Result<(), StoreError>;
+    async fn delete(&self, key: &[u8]) -> Result<(), StoreError>;
     /// Sets `key` to `new` (or removes it when `None`) only if it holds
     /// `expected` (or is absent when `None`), atomically. Meant for small
     /// values (states); a store may refuse large ones.
-    fn compare_and_swap(
+    async fn compare_and_swap(
         &self,
         key: &[u8],
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> CasResult;
-    /// The pairs whose key starts with `prefix`, in key order, read as the
-    /// scan goes.
-    fn scan_prefix(&self, prefix: &[u8]) -> Scan<'_>;
-    /// The first `head_len` bytes and the length of every value whose key
-    /// starts with `prefix`, without reading the rest of the values.
-    fn scan_heads(&self, prefix: &[u8], head_len: usize) -> HeadScan<'_>;
+    /// At most `limit` pairs whose key starts with `prefix` and comes after
+    /// `after` (from the first when `None`), in key order; fewer than
+    /// `limit` only when no more follow. Read whole scans with
+    /// [`scan_prefix`].
+    async fn pairs_after(
+        &self,
+        prefix: &[u8],
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<Pair>, StoreError>;
+    /// As [`Store::pairs_after`], but the first `head_len` bytes and the
+    /// length of each value, without reading the rest of the values. Read
+    /// whole scans with [`scan_heads`].
+    async fn heads_after(
+        &self,
+        prefix: &[u8],
+        after: Option<&[u8]>,
+        head_len: usize,
+        limit: usize,
+    ) -> Result<Vec<Head>, StoreError>;
     /// Applies puts and deletes atomically.
-    fn apply_batch(&self, puts: &[(&[u8], &[u8])], deletes: &[&[u8]]) -> Result<(), StoreError>;
+    async fn apply_batch(
+        &self,
+        puts: &[(&[u8], &[u8])],
+        deletes: &[&[u8]],
+    ) -> Result<(), StoreError>;
     /// Applies puts and deletes atomically only if `guard`'s key holds the
     /// expected (small) value; otherwise changes nothing and reports what
     /// the key holds.
-    fn apply_batch_if(
+    async fn apply_batch_if(
         &self,
         guard: (&[u8], &[u8]),
         puts: &[(&[u8], &[u8])],
         deletes: &[&[u8]],
     ) -> CasResult;
     /// Makes every write so far durable.
-    fn flush(&self) -> Result<(), StoreError>;
+    async fn flush(&self) -> Result<(), StoreError>;
     /// Whether the database answers (for `/health`); a store in this
     /// process always does.
-    fn check(&self) -> Result<(), StoreError> {
+    async fn check(&self) -> Result<(), StoreError> {
         Ok(())
     }
     /// Whether other servers may use this store at the same time.
@@ -148,13 +172,129 @@ pub trait Store: Send + Sync {
     }
     /// Whether the node `node` is alive (0, the id of states written
     /// before nodes had ids, never is).
-    fn node_alive(&self, node: u64) -> Result<bool, StoreError> {
+    async fn node_alive(&self, node: u64) -> Result<bool, StoreError> {
         Ok(node != 0 && node == self.node())
     }
     /// The sweeper's turn, or `None` while another node sweeps.
-    fn sweep_turn(&self) -> Result<Option<SweepTurn>, StoreError> {
+    async fn sweep_turn(&self) -> Result<Option<SweepTurn>, StoreError> {
         Ok(Some(Box::new(())))
     }
+}
+
+/// What a scan reads: pairs or heads, each named by its key.
+pub trait Scanned: Sized + Send {
+    /// The item's key.
+    fn key(&self) -> &[u8];
+    /// The page of items after `after`.
+    fn page<'a>(
+        store: &'a dyn Store,
+        prefix: &'a [u8],
+        after: Option<&'a [u8]>,
+        head_len: usize,
+    ) -> StoreFuture<'a, Vec<Self>>;
+}
+
+impl Scanned for Pair {
+    fn key(&self) -> &[u8] {
+        &self.0
+    }
+    fn page<'a>(
+        store: &'a dyn Store,
+        prefix: &'a [u8],
+        after: Option<&'a [u8]>,
+        _head_len: usize,
+    ) -> StoreFuture<'a, Vec<Self>> {
+        store.pairs_after(prefix, after, SCAN_PAGE)
+    }
+}
+
+impl Scanned for Head {
+    fn key(&self) -> &[u8] {
+        &self.key
+    }
+    fn page<'a>(
+        store: &'a dyn Store,
+        prefix: &'a [u8],
+        after: Option<&'a [u8]>,
+        head_len: usize,
+    ) -> StoreFuture<'a, Vec<Self>> {
+        store.heads_after(prefix, after, head_len, SCAN_PAGE)
+    }
+}
+
+/// A prefix scan, read [`SCAN_PAGE`] items per call to the store (no scan
+/// holds a table, a transaction or a whole key range in memory). A key
+/// written or deleted while the scan runs may or may not be seen.
+pub struct Scan<'a, T> {
+    store: &'a dyn Store,
+    prefix: Vec<u8>,
+    head_len: usize,
+    after: Option<Vec<u8>>,
+    page: std::vec::IntoIter<T>,
+    done: bool,
+}
+
+impl<T: Scanned> Scan<'_, T> {
+    /// The next item; after an error, `None`.
+    pub async fn next(&mut self) -> Option<Result<T, StoreError>> {
+        loop {
+            if let Some(item) = self.page.next() {
+                return Some(Ok(item));
+            }
+            if self.done {
+                return None;
+            }
+            let fetched = T::page(
+                self.store,
+                &self.prefix,
+                self.after.as_deref(),
+                self.head_len,
+            )
+            .await;
+            match fetched {
+                Ok(items) => {
+                    self.done = items.len() < SCAN_PAGE;
+                    self.after = items.last().map(|item| item.key().to_vec());
+                    self.page = items.into_iter();
+                }
+                Err(error) => {
+                    self.done = true;
+                    return Some(Err(error));
+                }
+            }
+        }
+    }
+
+    /// Every item, or the first error.
+    pub async fn all(mut self) -> Result<Vec<T>, StoreError> {
+        let mut items = Vec::new();
+        while let Some(item) = self.next().await {
+            items.push(item?);
+        }
+        Ok(items)
+    }
+}
+
+fn scan<'a, T>(store: &'a dyn Store, prefix: &[u8], head_len: usize) -> Scan<'a, T> {
+    Scan {
+        store,
+        prefix: prefix.to_vec(),
+        head_len,
+        after: None,
+        page: Vec::new().into_iter(),
+        done: false,
+    }
+}
+
+/// The pairs whose key starts with `prefix`, in key order.
+pub fn scan_prefix<'a>(store: &'a dyn Store, prefix: &[u8]) -> Scan<'a, Pair> {
+    scan(store, prefix, 0)
+}
+
+/// The first `head_len` bytes and the length of every value whose key
+/// starts with `prefix`, in key order.
+pub fn scan_heads<'a>(store: &'a dyn Store, prefix: &[u8], head_len: usize) -> Scan<'a, Head> {
+    scan(store, prefix, head_len)
 }
 
 /// How the flush that covered a waiting caller ended.
@@ -171,18 +311,37 @@ struct Commits {
 
 /// Group commit over a [`Store`] (see the module doc).
 ///
-/// The flush runs on the thread of the caller that found no flush running
-/// (the leader), with `block_in_place`, not on a flusher thread: on a
-/// small virtual machine each wake-up of another thread costs tens of
-/// microseconds, several times over per pause. Callers that arrive while
-/// it runs wait; when it ends, a task of its own flushes once for all of
-/// them (and again for those who came meanwhile). No request leads a
-/// flush it could be cancelled in the middle of: the leader's flush has
-/// no await point.
+/// The flush runs in the task of the caller that found no flush running
+/// (the leader), not on a flusher task: on a small virtual machine each
+/// wake-up of another thread costs tens of microseconds, several times
+/// over per pause (the embedded store's flush blocks the leader's thread,
+/// inside `block_in_place`). Callers that arrive while it runs wait; when
+/// it ends, a task of its own flushes once for all of them (and again for
+/// those who came meanwhile). A leader dropped in the middle of its flush
+/// (its request went away) hands the callers it covered to such a task.
 #[derive(Clone)]
 pub struct Durability {
     store: Arc<dyn Store>,
     commits: Arc<std::sync::Mutex<Commits>>,
+}
+
+/// The callers a leader's flush covers, handed on to a new leader if the
+/// flush's task is dropped before it answers them.
+struct Covered<'a> {
+    durability: &'a Durability,
+    waiters: Option<Vec<Waiter>>,
+}
+
+impl Drop for Covered<'_> {
+    fn drop(&mut self) {
+        let Some(waiters) = self.waiters.take() else {
+            return;
+        };
+        if let Ok(mut commits) = self.durability.commits.lock() {
+            commits.waiting.extend(waiters);
+        }
+        self.durability.lead_in_a_task();
+    }
 }
 
 impl Durability {
@@ -223,7 +382,7 @@ impl Durability {
                 Ok(flushed) => flushed.map_err(StoreError::Database),
                 Err(_) => Err(StoreError::FlusherStopped),
             },
-            None => self.lead(),
+            None => self.lead().await,
         }
     }
 
@@ -233,28 +392,51 @@ impl Durability {
             .map_err(|_| StoreError::Database("the group commit's lock is poisoned".into()))
     }
 
+    /// Leads the next flush in a task of its own; with no runtime left
+    /// (the server is shutting down), its waiters are told the flusher
+    /// stopped.
+    fn lead_in_a_task(&self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            if let Ok(mut commits) = self.commits.lock() {
+                commits.waiting.clear();
+                commits.flushing = false;
+            }
+            return;
+        };
+        let next = self.clone();
+        runtime.spawn(async move {
+            let _ = next.lead().await;
+        });
+    }
+
     /// Flushes for this caller and for every caller waiting now, answers
     /// them, and leaves the callers that came during the flush to a task
     /// that leads the next flush.
-    fn lead(&self) -> Result<(), StoreError> {
-        let covered = std::mem::take(&mut self.lock()?.waiting);
-        let flushed = blocking(|| self.store.flush()).map_err(|e| e.to_string());
+    async fn lead(&self) -> Result<(), StoreError> {
+        let waiters = std::mem::take(&mut self.lock()?.waiting);
+        let mut covered = Covered {
+            durability: self,
+            waiters: Some(waiters),
+        };
+        let flushed = self.store.flush().await.map_err(|e| e.to_string());
+        let waiters = covered.waiters.take().unwrap_or_default();
         if let Err(error) = &flushed {
             tracing::error!(%error, "store flush failed");
         }
         metrics::counter!("baton_store_flushes_total").increment(1);
-        metrics::histogram!("baton_store_flush_group_size").record((covered.len() + 1) as f64);
-        for waiter in covered {
+        metrics::histogram!("baton_store_flush_group_size").record((waiters.len() + 1) as f64);
+        for waiter in waiters {
             let _ = waiter.send(flushed.clone());
         }
-        let mut commits = self.lock()?;
-        if commits.waiting.is_empty() {
-            commits.flushing = false;
-        } else {
-            let next = self.clone();
-            tokio::spawn(async move { next.lead() });
+        let more = {
+            let mut commits = self.lock()?;
+            let more = !commits.waiting.is_empty();
+            commits.flushing = more;
+            more
+        };
+        if more {
+            self.lead_in_a_task();
         }
-        drop(commits);
         flushed.map_err(StoreError::Database)
     }
 }
@@ -285,17 +467,18 @@ mod tests {
         flushes: AtomicUsize,
     }
 
+    #[async_trait::async_trait]
     impl Store for SlowFlush {
-        fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        async fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
             self.inner.get(key)
         }
-        fn put(&self, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
+        async fn put(&self, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
             self.inner.put(key, value)
         }
-        fn delete(&self, key: &[u8]) -> Result<(), StoreError> {
+        async fn delete(&self, key: &[u8]) -> Result<(), StoreError> {
             self.inner.delete(key)
         }
-        fn compare_and_swap(
+        async fn compare_and_swap(
             &self,
             key: &[u8],
             expected: Option<&[u8]>,
@@ -303,20 +486,31 @@ mod tests {
         ) -> CasResult {
             self.inner.compare_and_swap(key, expected, new)
         }
-        fn scan_prefix(&self, prefix: &[u8]) -> Scan<'_> {
-            self.inner.scan_prefix(prefix)
+        async fn pairs_after(
+            &self,
+            prefix: &[u8],
+            after: Option<&[u8]>,
+            limit: usize,
+        ) -> Result<Vec<Pair>, StoreError> {
+            self.inner.pairs_after(prefix, after, limit).await
         }
-        fn scan_heads(&self, prefix: &[u8], head_len: usize) -> HeadScan<'_> {
-            self.inner.scan_heads(prefix, head_len)
+        async fn heads_after(
+            &self,
+            prefix: &[u8],
+            after: Option<&[u8]>,
+            head_len: usize,
+            limit: usize,
+        ) -> Result<Vec<Head>, StoreError> {
+            self.inner.heads_after(prefix, after, head_len, limit).await
         }
-        fn apply_batch(
+        async fn apply_batch(
             &self,
             puts: &[(&[u8], &[u8])],
             deletes: &[&[u8]],
         ) -> Result<(), StoreError> {
             self.inner.apply_batch(puts, deletes)
         }
-        fn apply_batch_if(
+        async fn apply_batch_if(
             &self,
             guard: (&[u8], &[u8]),
             puts: &[(&[u8], &[u8])],
@@ -324,27 +518,34 @@ mod tests {
         ) -> CasResult {
             self.inner.apply_batch_if(guard, puts, deletes)
         }
-        fn flush(&self) -> Result<(), StoreError> {
-            std::thread::sleep(std::time::Duration::from_millis(50));
+        async fn flush(&self) -> Result<(), StoreError> {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             self.flushes.fetch_add(1, Ordering::SeqCst);
-            self.inner.flush()
+            SledStore::flush(&self.inner)
         }
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn concurrent_callers_share_flushes() {
+    /// A store whose flushes take 50 ms, its directory, and group commit
+    /// over it.
+    fn slow_flushes() -> (tempfile::TempDir, Arc<SlowFlush>, Durability) {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(SlowFlush {
             inner: SledStore::open(dir.path()).unwrap(),
             flushes: AtomicUsize::new(0),
         });
         let durability = Durability::new(store.clone());
+        (dir, store, durability)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_callers_share_flushes() {
+        let (_dir, store, durability) = slow_flushes();
         let mut handles = Vec::new();
         for i in 0..40u32 {
             let durability = durability.clone();
             let store = store.clone();
             handles.push(tokio::spawn(async move {
-                store.put(&i.to_be_bytes(), b"v").unwrap();
+                store.put(&i.to_be_bytes(), b"v").await.unwrap();
                 durability.durable().await.unwrap();
             }));
         }
@@ -356,5 +557,33 @@ mod tests {
             (1..40).contains(&flushes),
             "40 callers took {flushes} flushes"
         );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_leader_dropped_in_its_flush_hands_its_callers_on() {
+        let (_dir, store, durability) = slow_flushes();
+        // The leader's flush takes 50 ms; a caller arrives, the leader's
+        // task is dropped (its request went away) in the middle.
+        let leader = tokio::spawn({
+            let durability = durability.clone();
+            async move { durability.durable().await }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        let waiter = tokio::spawn({
+            let durability = durability.clone();
+            async move { durability.durable().await }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        leader.abort();
+        let waited = tokio::time::timeout(std::time::Duration::from_secs(5), waiter).await;
+        assert!(
+            matches!(waited, Ok(Ok(Ok(())))),
+            "the waiting caller was answered: {waited:?}"
+        );
+        assert!(store.flushes.load(Ordering::SeqCst) >= 1);
+        // And the group commit is not left believing a flush runs.
+        let next =
+            tokio::time::timeout(std::time::Duration::from_secs(5), durability.durable()).await;
+        assert!(matches!(next, Ok(Ok(()))), "{next:?}");
     }
 }

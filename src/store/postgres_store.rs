@@ -30,16 +30,21 @@
 //! - A flush covers every write whose call returned before the flush
 //!   began; it skips the database when no write was made since the last
 //!   flush that covered them all.
-//! - Calls block their thread: on a tokio worker they run inside
-//!   `block_in_place`.
+//! - Calls are asynchronous (`tokio-postgres`, connections pooled by
+//!   `deadpool-postgres`, statements prepared once per connection); none
+//!   blocks a runtime thread. A call dropped by its caller (its request
+//!   went away) may or may not have been applied, as in a crash; a
+//!   transaction it left open is rolled back, and a write it may have made
+//!   is covered by the next flush.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
-use postgres::{Client, NoTls, Row, Statement};
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, NoTls, Row};
 
-use super::{CasConflict, CasResult, Head, HeadScan, Pair, Scan, Store, StoreError, blocking};
+use super::{CasConflict, CasResult, Head, Pair, Store, StoreError, scan_prefix};
 
 /// The schema, one statement list per version; applied in order at open.
 const MIGRATIONS: &[&str] = &[
@@ -52,20 +57,26 @@ const MIGRATION_LOCK: i64 = 0x6261_746f_6e5f_6d69;
 /// Held by the node that sweeps. Node ids are below 2^62, these numbers
 /// above it.
 const SWEEP_LOCK: i64 = 0x6261_746f_6e5f_7377;
-/// Keys read per page of a scan.
-const SCAN_PAGE: i64 = 256;
-/// Idle connections kept for reuse.
-const IDLE_CONNECTIONS: usize = 16;
+/// Connections a node keeps open at most; calls beyond wait for one.
+const POOL_SIZE: usize = 16;
+/// How long a call waits for a free connection.
+const POOL_WAIT: Duration = Duration::from_secs(10);
+/// How long a connection attempt may take (unless the URL says).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The settings of every connection: writes do not wait for the disk
+/// (a flush does), and notices below warnings stay in the database's log.
+const SESSION_OPTIONS: &str = "-c synchronous_commit=off -c client_min_messages=warning";
 
 /// A PostgreSQL database.
 pub struct PostgresStore {
-    url: String,
-    idle: Mutex<Vec<Connection>>,
+    /// How to connect (the URL's settings and [`SESSION_OPTIONS`]).
+    config: tokio_postgres::Config,
+    pool: Pool,
     /// This node's id, the number of the advisory lock it holds.
     node: u64,
-    /// The connection that holds the node's lock.
-    node_lock: Mutex<Option<Client>>,
-    /// Writes whose call returned, counted from open.
+    /// The connection that holds the node's lock (its life is the node's).
+    _node_lock: Client,
+    /// Writes whose call returned (or was dropped), counted from open.
     written: AtomicU64,
     /// The count of writes the last flush covered.
     flushed: AtomicU64,
@@ -91,25 +102,63 @@ fn flush_transaction(node: u64) -> String {
     )
 }
 
-fn database(error: postgres::Error) -> StoreError {
-    StoreError::Database(format!("postgres: {error}"))
+fn database(error: tokio_postgres::Error) -> StoreError {
+    StoreError::Database(format!("postgres: {}", with_causes(&error)))
 }
 
-/// How long a connection attempt may take (unless the URL says).
-const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// `error` and each error that caused it, joined by colons.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        text.push_str(": ");
+        text.push_str(&next.to_string());
+        cause = next.source();
+    }
+    text
+}
 
-fn connect(url: &str) -> Result<Client, StoreError> {
-    let refused = |e: postgres::Error| {
-        StoreError::Database(format!("cannot connect to the PostgreSQL database: {e}"))
-    };
-    let mut config: postgres::Config = url.parse().map_err(refused)?;
+/// A connection the pool could not give: the database's own error.
+fn unavailable(error: deadpool_postgres::PoolError) -> StoreError {
+    match error {
+        deadpool_postgres::PoolError::Backend(error) => refused(with_causes(&error)),
+        other => refused(other),
+    }
+}
+
+fn refused(error: impl std::fmt::Display) -> StoreError {
+    StoreError::Database(format!(
+        "cannot connect to the PostgreSQL database: {error}"
+    ))
+}
+
+/// The connection settings of `url`, with a connect timeout unless it
+/// gives one, and [`SESSION_OPTIONS`] after its own options.
+fn connection_config(url: &str) -> Result<tokio_postgres::Config, StoreError> {
+    let mut config: tokio_postgres::Config = url.parse().map_err(refused)?;
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CONNECT_TIMEOUT);
     }
-    let mut client = config.connect(NoTls).map_err(refused)?;
-    client
-        .batch_execute("SET synchronous_commit = off; SET client_min_messages = warning")
-        .map_err(database)?;
+    let options = match config.get_options() {
+        Some(own) if !own.trim().is_empty() => format!("{own} {SESSION_OPTIONS}"),
+        _ => SESSION_OPTIONS.to_owned(),
+    };
+    config.options(options);
+    Ok(config)
+}
+
+/// A connection of its own (not pooled): its driver runs in a task, and
+/// dropping the client closes it.
+async fn connect(config: &tokio_postgres::Config) -> Result<Client, StoreError> {
+    let (client, connection) = config
+        .connect(NoTls)
+        .await
+        .map_err(|e| refused(with_causes(&e)))?;
+    tokio::spawn(async move {
+        if let Err(error) = connection.await {
+            tracing::debug!(%error, "a PostgreSQL connection ended");
+        }
+    });
     Ok(client)
 }
 
@@ -125,114 +174,111 @@ fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
-/// A client's drop talks to the server (it blocks): the store's clients
-/// are dropped the way every call is made ([`blocking`]), never straight
-/// on a runtime's thread (where the driver's own runtime would panic).
-impl Drop for PostgresStore {
+/// Counts a write for the next flush when the call returns or is dropped
+/// (a dropped write may have been committed).
+struct CountedWrite<'a>(&'a AtomicU64);
+
+impl Drop for CountedWrite<'_> {
     fn drop(&mut self) {
-        let idle = self.idle.get_mut().map(std::mem::take).unwrap_or_default();
-        let node_lock = self.node_lock.get_mut().ok().and_then(Option::take);
-        blocking(move || drop((idle, node_lock)));
+        self.0.fetch_add(1, Ordering::AcqRel);
     }
 }
 
 impl PostgresStore {
     /// Connects to `url`, creates or migrates the schema, and joins the
     /// nodes that use the database (with a new node id).
-    pub fn open(url: &str) -> Result<Self, StoreError> {
-        let store = Self::join(url)?;
-        store.forget_flush_rows_of_dead_nodes();
+    pub async fn open(url: &str) -> Result<Self, StoreError> {
+        let config = connection_config(url)?;
+        let mut node_lock = connect(&config).await?;
+        migrate(&mut node_lock).await?;
+        let node = super::new_node_id();
+        hold_node_lock(&node_lock, node).await?;
+        let manager = Manager::from_config(
+            config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(POOL_WAIT))
+            .create_timeout(Some(CONNECT_TIMEOUT))
+            .build()
+            .map_err(refused)?;
+        let store = Self {
+            config,
+            pool,
+            node,
+            _node_lock: node_lock,
+            written: AtomicU64::new(0),
+            flushed: AtomicU64::new(0),
+            flush_sql: flush_transaction(node),
+        };
+        store.forget_flush_rows_of_dead_nodes().await;
         Ok(store)
     }
 
-    /// [`PostgresStore::open`]'s connection, schema and node lock.
-    fn join(url: &str) -> Result<Self, StoreError> {
-        blocking(|| {
-            let mut connection = connect(url)?;
-            migrate(&mut connection)?;
-            let node = super::new_node_id();
-            hold_node_lock(&mut connection, node)?;
-            Ok(Self {
-                url: url.to_owned(),
-                idle: Mutex::new(Vec::new()),
-                node,
-                node_lock: Mutex::new(Some(connection)),
-                written: AtomicU64::new(0),
-                flushed: AtomicU64::new(0),
-                flush_sql: flush_transaction(node),
-            })
-        })
-    }
-
-    /// Runs `work` on a pooled connection (a new one when none is idle);
-    /// the connection goes back unless it broke.
-    fn with_client<T>(
-        &self,
-        work: impl FnOnce(&mut Connection) -> Result<T, postgres::Error>,
-    ) -> Result<T, StoreError> {
-        blocking(|| {
-            let pooled = self.idle.lock().ok().and_then(|mut idle| idle.pop());
-            let mut connection = match pooled {
-                Some(connection) if !connection.client.is_closed() => connection,
-                _ => Connection::new(connect(&self.url)?),
-            };
-            let result = work(&mut connection).map_err(database);
-            if !connection.client.is_closed()
-                && let Ok(mut idle) = self.idle.lock()
-                && idle.len() < IDLE_CONNECTIONS
-            {
-                idle.push(connection);
-            }
-            result
-        })
+    /// A pooled connection (a new one when none is idle).
+    async fn client(&self) -> Result<Object, StoreError> {
+        self.pool.get().await.map_err(unavailable)
     }
 
     /// Deletes the flush rows of nodes that are gone (killed nodes leave
     /// theirs); a failure only leaves them for the next node that starts.
-    fn forget_flush_rows_of_dead_nodes(&self) {
-        let keys: Vec<Vec<u8>> = self
-            .scan_prefix(FLUSH_ROWS)
-            .filter_map(|pair| pair.ok().map(|(key, _)| key))
-            .collect();
-        for key in keys {
+    async fn forget_flush_rows_of_dead_nodes(&self) {
+        let Ok(pairs) = scan_prefix(self, FLUSH_ROWS).all().await else {
+            return;
+        };
+        for (key, _) in pairs {
             let node = key
                 .strip_prefix(FLUSH_ROWS)
                 .and_then(|id| id.try_into().ok())
                 .map(u64::from_be_bytes);
-            let dead = node.is_none_or(|node| self.node_alive(node).is_ok_and(|alive| !alive));
+            let dead = match node {
+                None => true,
+                Some(node) => self.node_alive(node).await.is_ok_and(|alive| !alive),
+            };
             if dead {
-                let _ = self.delete(&key);
+                let _ = self.delete(&key).await;
             }
         }
     }
 
-    /// [`PostgresStore::with_client`] for a write: counted once it
-    /// returns, for the next flush.
-    fn write<T>(
-        &self,
-        work: impl FnOnce(&mut Connection) -> Result<T, postgres::Error>,
-    ) -> Result<T, StoreError> {
-        let result = self.with_client(work);
-        self.written.fetch_add(1, Ordering::AcqRel);
-        result
+    /// Runs one statement that writes, counted for the next flush.
+    async fn write(&self, sql: &str, params: Params<'_>) -> Result<u64, StoreError> {
+        let _counted = CountedWrite(&self.written);
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql).await.map_err(database)?;
+        client.execute(&statement, params).await.map_err(database)
+    }
+
+    /// The rows of one statement that reads.
+    async fn read(&self, sql: &str, params: Params<'_>) -> Result<Vec<Row>, StoreError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql).await.map_err(database)?;
+        client.query(&statement, params).await.map_err(database)
     }
 
     /// One page of a scan: the keys that start with `prefix`, after
-    /// `after` (or from the first), with `columns` of each; a `head`
-    /// length is parameter `$3` of `columns`.
-    fn page(
+    /// `after` (or from the first), `limit` at most, with `columns` of
+    /// each; a `head` length is parameter `$3` of `columns`.
+    async fn page(
         &self,
         columns: &str,
         prefix: &[u8],
         after: Option<&[u8]>,
+        limit: usize,
         head: Option<i32>,
-    ) -> Result<Vec<postgres::Row>, StoreError> {
+    ) -> Result<Vec<Row>, StoreError> {
         let end = prefix_end(prefix);
         let (low, low_op) = match after {
             Some(after) => (after, ">"),
             None => (prefix, ">="),
         };
-        let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&low, &SCAN_PAGE];
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&low, &limit];
         if let Some(head) = &head {
             params.push(head);
         }
@@ -242,99 +288,80 @@ impl PostgresStore {
             sql.push_str(&format!(" AND key < ${}", params.len()));
         }
         sql.push_str(" ORDER BY key LIMIT $2");
-        self.with_client(|connection| connection.query(&sql, &params))
+        self.read(&sql, &params).await
     }
-}
 
-/// A pooled connection and the statements prepared on it: each statement
-/// is parsed by the server once per connection, then only bound and run
-/// (one round trip instead of two).
-struct Connection {
-    client: Client,
-    prepared: HashMap<String, Statement>,
-}
-
-type Params<'a> = &'a [&'a (dyn postgres::types::ToSql + Sync)];
-
-impl Connection {
-    fn new(client: Client) -> Self {
-        Connection {
-            client,
-            prepared: HashMap::new(),
+    /// Writes a batch in one transaction, first locking `guard`'s row and
+    /// writing nothing (and reporting what it holds) when it holds
+    /// another value. The batch's statements are sent together (the
+    /// driver pipelines them on the connection): one round trip for all
+    /// the writes, not one each.
+    async fn batch(
+        &self,
+        guard: Option<(&[u8], &[u8])>,
+        puts: &[(&[u8], &[u8])],
+        deletes: &[&[u8]],
+    ) -> CasResult {
+        let _counted = CountedWrite(&self.written);
+        let mut client = self.client().await?;
+        let upsert = client.prepare_cached(UPSERT).await.map_err(database)?;
+        let delete = client.prepare_cached(DELETE).await.map_err(database)?;
+        let lock_guard = client
+            .prepare_cached(SELECT_FOR_UPDATE)
+            .await
+            .map_err(database)?;
+        let tx = client.transaction().await.map_err(database)?;
+        if let Some((key, expected)) = guard {
+            let current: Option<Vec<u8>> = tx
+                .query_opt(&lock_guard, &[&key])
+                .await
+                .map_err(database)?
+                .map(|row| row.get(0));
+            if current.as_deref() != Some(expected) {
+                tx.rollback().await.map_err(database)?;
+                return Ok(Err(CasConflict { current }));
+            }
         }
-    }
-
-    /// `sql`, prepared on this connection once.
-    fn statement(&mut self, sql: &str) -> Result<Statement, postgres::Error> {
-        if let Some(statement) = self.prepared.get(sql) {
-            return Ok(statement.clone());
-        }
-        let statement = self.client.prepare(sql)?;
-        self.prepared.insert(sql.to_owned(), statement.clone());
-        Ok(statement)
-    }
-
-    fn execute(&mut self, sql: &str, params: Params<'_>) -> Result<u64, postgres::Error> {
-        let statement = self.statement(sql)?;
-        self.client.execute(&statement, params)
-    }
-
-    fn query(&mut self, sql: &str, params: Params<'_>) -> Result<Vec<Row>, postgres::Error> {
-        let statement = self.statement(sql)?;
-        self.client.query(&statement, params)
-    }
-
-    /// The value of `key`.
-    fn current(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, postgres::Error> {
-        let statement = self.statement(SELECT)?;
-        Ok(self
-            .client
-            .query_opt(&statement, &[&key])?
-            .map(|row| row.get(0)))
-    }
-
-    /// The statements a batch writes with.
-    fn batch_statements(&mut self) -> Result<BatchStatements, postgres::Error> {
-        Ok(BatchStatements {
-            upsert: self.statement(UPSERT)?,
-            delete: self.statement(DELETE)?,
-        })
+        let put_params: Vec<[&(dyn ToSql + Sync); 2]> = puts
+            .iter()
+            .map(|(key, value)| [key as _, value as _])
+            .collect();
+        let delete_params: Vec<[&(dyn ToSql + Sync); 1]> =
+            deletes.iter().map(|key| [key as _]).collect();
+        let writes = put_params
+            .iter()
+            .map(|params| tx.execute(&upsert, params))
+            .chain(
+                delete_params
+                    .iter()
+                    .map(|params| tx.execute(&delete, params)),
+            );
+        futures_util::future::try_join_all(writes)
+            .await
+            .map_err(database)?;
+        tx.commit().await.map_err(database)?;
+        Ok(Ok(()))
     }
 }
 
-struct BatchStatements {
-    upsert: Statement,
-    delete: Statement,
-}
+type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
 /// Takes the advisory lock numbered `node` on `connection`, with TCP
 /// keepalives so that PostgreSQL notices a vanished machine (and lets the
 /// lock go) within about 10 s.
-fn hold_node_lock(connection: &mut Client, node: u64) -> Result<(), StoreError> {
+async fn hold_node_lock(connection: &Client, node: u64) -> Result<(), StoreError> {
     connection
         .batch_execute(
             "SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 2",
         )
+        .await
         .map_err(database)?;
     let number = i64::try_from(node).map_err(|_| StoreError::Database("node id".into()))?;
     connection
         .execute("SELECT pg_advisory_lock($1)", &[&number])
+        .await
         .map_err(database)?;
     Ok(())
-}
-
-/// The connection that holds [`SWEEP_LOCK`]: closing it ends the turn.
-/// A client's drop talks to the server (it blocks), so it is dropped the
-/// way every call is made ([`blocking`]), never straight on a runtime
-/// worker.
-struct SweepConnection(Option<Client>);
-
-impl Drop for SweepConnection {
-    fn drop(&mut self) {
-        if let Some(connection) = self.0.take() {
-            blocking(move || drop(connection));
-        }
-    }
 }
 
 /// Whether the advisory lock numbered `node` is held in this database: a
@@ -345,14 +372,17 @@ const NODE_ALIVE: &str = "SELECT EXISTS (SELECT 1 FROM pg_locks \
     AND classid = $1 AND objid = $2)";
 
 /// Creates or migrates the schema; refuses a newer one.
-fn migrate(client: &mut Client) -> Result<(), StoreError> {
-    let mut tx = client.transaction().map_err(database)?;
+async fn migrate(client: &mut Client) -> Result<(), StoreError> {
+    let tx = client.transaction().await.map_err(database)?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await
         .map_err(database)?;
     tx.batch_execute("CREATE TABLE IF NOT EXISTS baton_schema (version integer NOT NULL)")
+        .await
         .map_err(database)?;
     let version: Option<i32> = tx
         .query_opt("SELECT max(version) FROM baton_schema", &[])
+        .await
         .map_err(database)?
         .and_then(|row| row.get(0));
     let version = usize::try_from(version.unwrap_or(0)).unwrap_or(0);
@@ -363,48 +393,19 @@ fn migrate(client: &mut Client) -> Result<(), StoreError> {
         )));
     }
     for (index, statements) in MIGRATIONS.iter().enumerate().skip(version) {
-        tx.batch_execute(statements).map_err(database)?;
+        tx.batch_execute(statements).await.map_err(database)?;
         let applied = i32::try_from(index + 1).unwrap_or(i32::MAX);
         tx.execute("DELETE FROM baton_schema", &[])
+            .await
             .map_err(database)?;
         tx.execute(
             "INSERT INTO baton_schema (version) VALUES ($1)",
             &[&applied],
         )
+        .await
         .map_err(database)?;
     }
-    tx.commit().map_err(database)
-}
-
-/// A scan read a page at a time: `fetch` gives the items after a key (or
-/// from the first), [`SCAN_PAGE`] at most; `key_of` names an item's key.
-fn paged<'a, T: Send + 'a>(
-    mut fetch: impl FnMut(Option<&[u8]>) -> Result<Vec<T>, StoreError> + Send + 'a,
-    key_of: fn(&T) -> Vec<u8>,
-) -> Box<dyn Iterator<Item = Result<T, StoreError>> + Send + 'a> {
-    let mut after: Option<Vec<u8>> = None;
-    let mut page: std::vec::IntoIter<T> = Vec::new().into_iter();
-    let mut done = false;
-    Box::new(std::iter::from_fn(move || {
-        loop {
-            if let Some(item) = page.next() {
-                return Some(Ok(item));
-            }
-            if done {
-                return None;
-            }
-            let items = match fetch(after.as_deref()) {
-                Ok(items) => items,
-                Err(error) => {
-                    done = true;
-                    return Some(Err(error));
-                }
-            };
-            done = (items.len() as i64) < SCAN_PAGE;
-            after = items.last().map(key_of);
-            page = items.into_iter();
-        }
-    }))
+    tx.commit().await.map_err(database)
 }
 
 const SELECT: &str = "SELECT value FROM baton_kv WHERE key = $1";
@@ -417,130 +418,112 @@ const DELETE_IF: &str = "DELETE FROM baton_kv WHERE key = $1 AND value = $2";
 const INSERT_IF_ABSENT: &str =
     "INSERT INTO baton_kv (key, value) VALUES ($1, $2) ON CONFLICT DO NOTHING";
 
-fn write_batch(
-    tx: &mut postgres::Transaction<'_>,
-    statements: &BatchStatements,
-    puts: &[(&[u8], &[u8])],
-    deletes: &[&[u8]],
-) -> Result<(), postgres::Error> {
-    for (key, value) in puts {
-        tx.execute(&statements.upsert, &[key, value])?;
-    }
-    for key in deletes {
-        tx.execute(&statements.delete, &[key])?;
-    }
-    Ok(())
-}
-
+#[async_trait::async_trait]
 impl Store for PostgresStore {
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        self.with_client(|connection| connection.current(key))
+    async fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        let rows = self.read(SELECT, &[&key]).await?;
+        Ok(rows.first().map(|row| row.get(0)))
     }
 
-    fn put(&self, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
-        self.write(|connection| connection.execute(UPSERT, &[&key, &value]).map(drop))
+    async fn put(&self, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
+        self.write(UPSERT, &[&key, &value]).await.map(drop)
     }
 
-    fn delete(&self, key: &[u8]) -> Result<(), StoreError> {
-        self.write(|connection| connection.execute(DELETE, &[&key]).map(drop))
+    async fn delete(&self, key: &[u8]) -> Result<(), StoreError> {
+        self.write(DELETE, &[&key]).await.map(drop)
     }
 
-    fn compare_and_swap(
+    async fn compare_and_swap(
         &self,
         key: &[u8],
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> CasResult {
-        self.write(|connection| {
-            let changed = match (expected, new) {
-                (Some(old), Some(value)) => connection.execute(UPDATE_IF, &[&key, &old, &value])?,
-                (Some(old), None) => connection.execute(DELETE_IF, &[&key, &old])?,
-                (None, Some(value)) => connection.execute(INSERT_IF_ABSENT, &[&key, &value])?,
-                (None, None) => u64::from(connection.current(key)?.is_none()),
-            };
-            if changed == 1 {
-                return Ok(Ok(()));
-            }
-            let current = connection.current(key)?;
-            Ok(Err(CasConflict { current }))
-        })
+        let changed = match (expected, new) {
+            (Some(old), Some(value)) => self.write(UPDATE_IF, &[&key, &old, &value]).await?,
+            (Some(old), None) => self.write(DELETE_IF, &[&key, &old]).await?,
+            (None, Some(value)) => self.write(INSERT_IF_ABSENT, &[&key, &value]).await?,
+            (None, None) => u64::from(self.get(key).await?.is_none()),
+        };
+        if changed == 1 {
+            return Ok(Ok(()));
+        }
+        let current = self.get(key).await?;
+        Ok(Err(CasConflict { current }))
     }
 
-    fn scan_prefix(&self, prefix: &[u8]) -> Scan<'_> {
-        let prefix = prefix.to_vec();
-        paged(
-            move |after| {
-                let rows = self.page("key, value", &prefix, after, None)?;
-                Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
-            },
-            |(key, _): &Pair| key.clone(),
-        )
+    async fn pairs_after(
+        &self,
+        prefix: &[u8],
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<Pair>, StoreError> {
+        let rows = self.page("key, value", prefix, after, limit, None).await?;
+        Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
     }
 
-    fn scan_heads(&self, prefix: &[u8], head_len: usize) -> HeadScan<'_> {
-        let prefix = prefix.to_vec();
+    async fn heads_after(
+        &self,
+        prefix: &[u8],
+        after: Option<&[u8]>,
+        head_len: usize,
+        limit: usize,
+    ) -> Result<Vec<Head>, StoreError> {
         let head_len = i32::try_from(head_len).unwrap_or(i32::MAX);
-        paged(
-            move |after| {
-                let columns = "key, substring(value from 1 for $3), length(value)";
-                let rows = self.page(columns, &prefix, after, Some(head_len))?;
-                Ok(rows
-                    .iter()
-                    .map(|row| Head {
-                        key: row.get(0),
-                        head: row.get(1),
-                        len: u64::try_from(row.get::<_, i32>(2)).unwrap_or(0),
-                    })
-                    .collect())
-            },
-            |head: &Head| head.key.clone(),
-        )
+        let columns = "key, substring(value from 1 for $3), length(value)";
+        let rows = self
+            .page(columns, prefix, after, limit, Some(head_len))
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|row| Head {
+                key: row.get(0),
+                head: row.get(1),
+                len: u64::try_from(row.get::<_, i32>(2)).unwrap_or(0),
+            })
+            .collect())
     }
 
-    fn apply_batch(&self, puts: &[(&[u8], &[u8])], deletes: &[&[u8]]) -> Result<(), StoreError> {
-        self.write(|connection| {
-            let statements = connection.batch_statements()?;
-            let mut tx = connection.client.transaction()?;
-            write_batch(&mut tx, &statements, puts, deletes)?;
-            tx.commit()
-        })
+    async fn apply_batch(
+        &self,
+        puts: &[(&[u8], &[u8])],
+        deletes: &[&[u8]],
+    ) -> Result<(), StoreError> {
+        match self.batch(None, puts, deletes).await? {
+            Ok(()) => Ok(()),
+            Err(conflict) => Err(StoreError::Database(format!(
+                "an unguarded batch reported a conflict: {conflict:?}"
+            ))),
+        }
     }
 
-    fn apply_batch_if(
+    async fn apply_batch_if(
         &self,
         guard: (&[u8], &[u8]),
         puts: &[(&[u8], &[u8])],
         deletes: &[&[u8]],
     ) -> CasResult {
-        self.write(|connection| {
-            let statements = connection.batch_statements()?;
-            let lock_guard = connection.statement(SELECT_FOR_UPDATE)?;
-            let mut tx = connection.client.transaction()?;
-            let current: Option<Vec<u8>> = tx
-                .query_opt(&lock_guard, &[&guard.0])?
-                .map(|row| row.get(0));
-            if current.as_deref() != Some(guard.1) {
-                tx.rollback()?;
-                return Ok(Err(CasConflict { current }));
-            }
-            write_batch(&mut tx, &statements, puts, deletes)?;
-            tx.commit()?;
-            Ok(Ok(()))
-        })
+        self.batch(Some(guard), puts, deletes).await
     }
 
-    fn flush(&self) -> Result<(), StoreError> {
+    async fn flush(&self) -> Result<(), StoreError> {
         let written = self.written.load(Ordering::Acquire);
         if self.flushed.load(Ordering::Acquire) >= written {
             return Ok(());
         }
-        self.with_client(|connection| connection.client.batch_execute(&self.flush_sql))?;
+        let client = self.client().await?;
+        client
+            .batch_execute(&self.flush_sql)
+            .await
+            .map_err(database)?;
         self.flushed.fetch_max(written, Ordering::AcqRel);
         Ok(())
     }
 
-    fn check(&self) -> Result<(), StoreError> {
-        self.with_client(|connection| connection.client.simple_query("SELECT 1").map(drop))
+    async fn check(&self) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        client.simple_query("SELECT 1").await.map_err(database)?;
+        Ok(())
     }
 
     fn shared(&self) -> bool {
@@ -551,7 +534,7 @@ impl Store for PostgresStore {
         self.node
     }
 
-    fn node_alive(&self, node: u64) -> Result<bool, StoreError> {
+    async fn node_alive(&self, node: u64) -> Result<bool, StoreError> {
         if node == self.node {
             return Ok(true);
         }
@@ -559,21 +542,19 @@ impl Store for PostgresStore {
             return Ok(false);
         }
         let (high, low) = ((node >> 32) as u32, node as u32);
-        self.with_client(|connection| {
-            let alive = connection.query(NODE_ALIVE, &[&high, &low])?;
-            Ok(alive.first().is_some_and(|row| row.get(0)))
-        })
+        let alive = self.read(NODE_ALIVE, &[&high, &low]).await?;
+        Ok(alive.first().is_some_and(|row| row.get(0)))
     }
 
-    fn sweep_turn(&self) -> Result<Option<super::SweepTurn>, StoreError> {
-        blocking(|| {
-            let mut connection = connect(&self.url)?;
-            let ours: bool = connection
-                .query_one("SELECT pg_try_advisory_lock($1)", &[&SWEEP_LOCK])
-                .map_err(database)?
-                .get(0);
-            Ok(ours.then(|| Box::new(SweepConnection(Some(connection))) as super::SweepTurn))
-        })
+    async fn sweep_turn(&self) -> Result<Option<super::SweepTurn>, StoreError> {
+        let connection = connect(&self.config).await?;
+        let ours: bool = connection
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&SWEEP_LOCK])
+            .await
+            .map_err(database)?
+            .get(0);
+        // Dropping the connection ends the turn.
+        Ok(ours.then(|| Box::new(connection) as super::SweepTurn))
     }
 }
 

@@ -22,6 +22,7 @@
 //!   rather than compare a pointer with a value.
 
 use std::collections::HashSet;
+use std::ops::Bound;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -29,7 +30,10 @@ use sled::transaction::{ConflictableTransactionResult, TransactionError, Transac
 
 use super::large_values::{LargeValues, Pointer, is_large};
 use super::wal::{CHECKPOINT_BYTES, Change, ReadChange, SEQUENCE_KEY, Wal, poisoned};
-use super::{CasConflict, CasResult, Head, HeadScan, Scan, Store, StoreError};
+use super::{CasConflict, CasResult, Head, Pair, Store, StoreError, blocking};
+
+/// A scan of the embedded store, read one pair at a time.
+pub type SledScan<'a, T> = Box<dyn Iterator<Item = Result<T, StoreError>> + Send + 'a>;
 
 /// A sled database.
 pub struct SledStore {
@@ -354,15 +358,20 @@ fn is_lock_held(error: &std::io::Error) -> bool {
 /// How long [`SledStore::open`] waits for the database's lock.
 pub(super) const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
-impl Store for SledStore {
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+/// The store's calls, synchronous: each answers at once, but for
+/// [`SledStore::flush`], which waits for the disk. [`Store`]'s calls are
+/// these.
+impl SledStore {
+    /// The value of `key`.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         match self.db.get(key).map_err(database)? {
             None => Ok(None),
             Some(stored) => self.resolve(key, stored),
         }
     }
 
-    fn put(&self, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
+    /// Sets `key`.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
         let pointer = self.stored_form(value)?;
         if pointer.is_some() {
             self.large.sync_dir()?;
@@ -377,7 +386,8 @@ impl Store for SledStore {
         Ok(())
     }
 
-    fn delete(&self, key: &[u8]) -> Result<(), StoreError> {
+    /// Removes `key`.
+    pub fn delete(&self, key: &[u8]) -> Result<(), StoreError> {
         let old = self
             .logged(&[Change::Delete(key)], || {
                 Ok(Ok(self.db.remove(key).map_err(database)?))
@@ -387,7 +397,8 @@ impl Store for SledStore {
         Ok(())
     }
 
-    fn compare_and_swap(
+    /// [`Store::compare_and_swap`].
+    pub fn compare_and_swap(
         &self,
         key: &[u8],
         expected: Option<&[u8]>,
@@ -413,7 +424,8 @@ impl Store for SledStore {
         })
     }
 
-    fn scan_prefix(&self, prefix: &[u8]) -> Scan<'_> {
+    /// The pairs whose key starts with `prefix`, read as the scan goes.
+    pub fn scan_prefix(&self, prefix: &[u8]) -> SledScan<'_, Pair> {
         // A key deleted while the scan reached it is skipped, not given
         // as an empty value (which would read as a corrupt entry).
         Box::new(self.db.scan_prefix(prefix).filter_map(move |pair| {
@@ -428,7 +440,8 @@ impl Store for SledStore {
         }))
     }
 
-    fn scan_heads(&self, prefix: &[u8], head_len: usize) -> HeadScan<'_> {
+    /// The heads and lengths of the values whose key starts with `prefix`.
+    pub fn scan_heads(&self, prefix: &[u8], head_len: usize) -> SledScan<'_, Head> {
         Box::new(self.db.scan_prefix(prefix).map(move |pair| {
             let (key, stored) = pair.map_err(database)?;
             let (head, len) = self.head_of(&stored, head_len)?;
@@ -440,7 +453,12 @@ impl Store for SledStore {
         }))
     }
 
-    fn apply_batch(&self, puts: &[(&[u8], &[u8])], deletes: &[&[u8]]) -> Result<(), StoreError> {
+    /// [`Store::apply_batch`].
+    pub fn apply_batch(
+        &self,
+        puts: &[(&[u8], &[u8])],
+        deletes: &[&[u8]],
+    ) -> Result<(), StoreError> {
         match self.batch(None, puts, deletes)? {
             Ok(()) => Ok(()),
             Err(conflict) => Err(StoreError::Database(format!(
@@ -449,7 +467,8 @@ impl Store for SledStore {
         }
     }
 
-    fn apply_batch_if(
+    /// [`Store::apply_batch_if`].
+    pub fn apply_batch_if(
         &self,
         guard: (&[u8], &[u8]),
         puts: &[(&[u8], &[u8])],
@@ -463,7 +482,8 @@ impl Store for SledStore {
         self.batch(Some(guard), puts, deletes)
     }
 
-    fn flush(&self) -> Result<(), StoreError> {
+    /// Makes every write so far durable (blocks for the disk).
+    pub fn flush(&self) -> Result<(), StoreError> {
         let (superseded, upkeep) = self.wal.commit(|| self.large.take_superseded())?;
         self.large.delete(&superseded);
         if upkeep.checkpoint {
@@ -473,6 +493,113 @@ impl Store for SledStore {
             self.start_fill();
         }
         Ok(())
+    }
+}
+
+impl SledStore {
+    /// At most `limit` items made by `item` (`None`: skipped) of the keys
+    /// that start with `prefix` and come after `after`, in key order.
+    fn page<T>(
+        &self,
+        prefix: &[u8],
+        after: Option<&[u8]>,
+        limit: usize,
+        item: impl Fn(&[u8], sled::IVec) -> Result<Option<T>, StoreError>,
+    ) -> Result<Vec<T>, StoreError> {
+        let mut items = Vec::new();
+        for pair in self.db.range(range_after(prefix, after)) {
+            let (key, stored) = pair.map_err(database)?;
+            if !key.starts_with(prefix) || items.len() == limit {
+                break;
+            }
+            items.extend(item(&key, stored)?);
+        }
+        Ok(items)
+    }
+}
+
+/// The range of keys that start with `prefix` and come after `after`.
+fn range_after(prefix: &[u8], after: Option<&[u8]>) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let low = match after {
+        Some(after) => Bound::Excluded(after.to_vec()),
+        None => Bound::Included(prefix.to_vec()),
+    };
+    (low, Bound::Unbounded)
+}
+
+#[async_trait::async_trait]
+impl Store for SledStore {
+    async fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        SledStore::get(self, key)
+    }
+
+    async fn put(&self, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
+        SledStore::put(self, key, value)
+    }
+
+    async fn delete(&self, key: &[u8]) -> Result<(), StoreError> {
+        SledStore::delete(self, key)
+    }
+
+    async fn compare_and_swap(
+        &self,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> CasResult {
+        SledStore::compare_and_swap(self, key, expected, new)
+    }
+
+    async fn pairs_after(
+        &self,
+        prefix: &[u8],
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<Pair>, StoreError> {
+        // A key deleted while the scan reached it is skipped.
+        self.page(prefix, after, limit, |key, stored| {
+            Ok(self
+                .resolve(key, stored)?
+                .map(|value| (key.to_vec(), value)))
+        })
+    }
+
+    async fn heads_after(
+        &self,
+        prefix: &[u8],
+        after: Option<&[u8]>,
+        head_len: usize,
+        limit: usize,
+    ) -> Result<Vec<Head>, StoreError> {
+        self.page(prefix, after, limit, |key, stored| {
+            let (head, len) = self.head_of(&stored, head_len)?;
+            Ok(Some(Head {
+                key: key.to_vec(),
+                head,
+                len,
+            }))
+        })
+    }
+
+    async fn apply_batch(
+        &self,
+        puts: &[(&[u8], &[u8])],
+        deletes: &[&[u8]],
+    ) -> Result<(), StoreError> {
+        SledStore::apply_batch(self, puts, deletes)
+    }
+
+    async fn apply_batch_if(
+        &self,
+        guard: (&[u8], &[u8]),
+        puts: &[(&[u8], &[u8])],
+        deletes: &[&[u8]],
+    ) -> CasResult {
+        SledStore::apply_batch_if(self, guard, puts, deletes)
+    }
+
+    async fn flush(&self) -> Result<(), StoreError> {
+        blocking(|| SledStore::flush(self))
     }
 }
 
