@@ -222,6 +222,32 @@ fn flush_rows(url: &str) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// Waits until PostgreSQL has let go of every advisory lock in the
+/// database of `url` (a killed node's, once its backend noticed the
+/// closed connection: a node that starts before that still sees it alive).
+fn wait_until_no_node_holds_a_lock(url: &str) {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let held: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database = \
+                 (SELECT oid FROM pg_database WHERE datname = current_database())",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if held == 0 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "PostgreSQL still holds {held} advisory locks of a killed node after 10 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn a_killed_nodes_flush_row_is_deleted_by_the_next_node_that_starts() {
     let url = postgres().database("flushrows");
@@ -238,6 +264,7 @@ fn a_killed_nodes_flush_row_is_deleted_by_the_next_node_that_starts() {
     let first = flush_rows(&url);
     assert_eq!(first.len(), 1, "{first:?}");
     server.kill();
+    wait_until_no_node_holds_a_lock(&url);
     server.restart();
     pause(&server);
     let second = flush_rows(&url);
