@@ -273,6 +273,39 @@ fn a_killed_nodes_flush_row_is_deleted_by_the_next_node_that_starts() {
 }
 
 #[test]
+fn a_killed_nodes_flush_row_is_deleted_by_the_sweeper_of_a_node_that_stays() {
+    let url = postgres().database("flushsweep");
+    let (stays_dir, killed_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let stays = Server::start(stays_dir.path(), &["--store", &url, "--sweep-secs", "1"]);
+    let mut killed = Server::start(
+        killed_dir.path(),
+        &["--store", &url, "--sweep-secs", "3600"],
+    );
+    let pause = |server: &Server| {
+        let (status, paused) = server.post(
+            "/exec/programmatic",
+            &json!({"code": PROGRAMS[0], "tools": weather_tools()}),
+        );
+        assert_eq!(status, 200, "{paused}");
+    };
+    pause(&stays);
+    let own = flush_rows(&url);
+    assert_eq!(own.len(), 1, "{own:?}");
+    pause(&killed);
+    assert_eq!(flush_rows(&url).len(), 2);
+    killed.kill();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while flush_rows(&url) != own {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the killed node's flush row is still there after 20 s: {:?}",
+            flush_rows(&url)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
 fn a_continuation_sent_twice_at_once_runs_once_on_postgres() {
     let url = postgres().database("race");
     let dir = tempfile::tempdir().unwrap();

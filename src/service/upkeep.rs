@@ -215,8 +215,9 @@ impl Service {
     /// read of the states: with other nodes on the store, rounds orphaned
     /// by a dead node are paused again and the usage is counted anew; on
     /// the one node whose turn it is, expired executions are deleted; then
-    /// (that node) the sweeps of the other expired keys, of files and of
-    /// dead nodes' addresses.
+    /// (that node) the sweeps of the other expired keys, of files, of
+    /// dead nodes' addresses and of what the store keeps for dead nodes
+    /// (PostgreSQL: their flush rows).
     pub async fn upkeep(&self, now: u64) -> Result<Upkept, ServiceError> {
         let mut done = Upkept {
             evicted: self.end_stale_children().await?,
@@ -243,6 +244,10 @@ impl Service {
             self.sweep_the_rest(now).await?;
             done.swept_files = self.sweep_files(now).await?;
             self.sweep(Swept::NodeAddresses).await?;
+            self.store
+                .forget_dead_nodes()
+                .await
+                .map_err(ServiceError::store)?;
         }
         // Puts back and deletions reach the disk (the deletions' large
         // values are reclaimed once they are durable).

@@ -179,6 +179,12 @@ pub trait Store: Send + Sync {
     async fn sweep_turn(&self) -> Result<Option<SweepTurn>, StoreError> {
         Ok(Some(Box::new(())))
     }
+    /// Deletes what the store keeps of its own for nodes that are gone
+    /// (when a node joins, and on the sweeper's turn); a store in one
+    /// process keeps nothing.
+    async fn forget_dead_nodes(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 /// What a scan reads: pairs or heads, each named by its key.

@@ -216,34 +216,14 @@ impl PostgresStore {
             flushed: AtomicU64::new(0),
             flush_sql: flush_transaction(node),
         };
-        store.forget_flush_rows_of_dead_nodes().await;
+        // A failure only leaves them for the sweeper.
+        let _ = store.forget_dead_nodes().await;
         Ok(store)
     }
 
     /// A pooled connection (a new one when none is idle).
     async fn client(&self) -> Result<Object, StoreError> {
         self.pool.get().await.map_err(unavailable)
-    }
-
-    /// Deletes the flush rows of nodes that are gone (killed nodes leave
-    /// theirs); a failure only leaves them for the next node that starts.
-    async fn forget_flush_rows_of_dead_nodes(&self) {
-        let Ok(pairs) = scan_prefix(self, FLUSH_ROWS).all().await else {
-            return;
-        };
-        for (key, _) in pairs {
-            let node = key
-                .strip_prefix(FLUSH_ROWS)
-                .and_then(|id| id.try_into().ok())
-                .map(u64::from_be_bytes);
-            let dead = match node {
-                None => true,
-                Some(node) => self.node_alive(node).await.is_ok_and(|alive| !alive),
-            };
-            if dead {
-                let _ = self.delete(&key).await;
-            }
-        }
     }
 
     /// Runs one statement that writes, counted for the next flush.
@@ -544,6 +524,25 @@ impl Store for PostgresStore {
         let (high, low) = ((node >> 32) as u32, node as u32);
         let alive = self.read(NODE_ALIVE, &[&high, &low]).await?;
         Ok(alive.first().is_some_and(|row| row.get(0)))
+    }
+
+    /// Deletes the flush rows of nodes that are gone (killed nodes leave
+    /// theirs).
+    async fn forget_dead_nodes(&self) -> Result<(), StoreError> {
+        for (key, _) in scan_prefix(self, FLUSH_ROWS).all().await? {
+            let node = key
+                .strip_prefix(FLUSH_ROWS)
+                .and_then(|id| id.try_into().ok())
+                .map(u64::from_be_bytes);
+            let dead = match node {
+                None => true,
+                Some(node) => !self.node_alive(node).await?,
+            };
+            if dead {
+                self.delete(&key).await?;
+            }
+        }
+        Ok(())
     }
 
     async fn sweep_turn(&self) -> Result<Option<super::SweepTurn>, StoreError> {
