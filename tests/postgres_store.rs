@@ -248,18 +248,20 @@ fn wait_until_no_node_holds_a_lock(url: &str) {
     }
 }
 
+/// Starts the first program of the corpus on `server`, to its first pause.
+fn pause(server: &Server) {
+    let (status, paused) = server.post(
+        "/exec/programmatic",
+        &json!({"code": PROGRAMS[0], "tools": weather_tools()}),
+    );
+    assert_eq!(status, 200, "{paused}");
+}
+
 #[test]
 fn a_killed_nodes_flush_row_is_deleted_by_the_next_node_that_starts() {
     let url = postgres().database("flushrows");
     let dir = tempfile::tempdir().unwrap();
     let mut server = Server::start(dir.path(), &["--store", &url]);
-    let pause = |server: &Server| {
-        let (status, paused) = server.post(
-            "/exec/programmatic",
-            &json!({"code": PROGRAMS[0], "tools": weather_tools()}),
-        );
-        assert_eq!(status, 200, "{paused}");
-    };
     pause(&server);
     let first = flush_rows(&url);
     assert_eq!(first.len(), 1, "{first:?}");
@@ -281,13 +283,6 @@ fn a_killed_nodes_flush_row_is_deleted_by_the_sweeper_of_a_node_that_stays() {
         killed_dir.path(),
         &["--store", &url, "--sweep-secs", "3600"],
     );
-    let pause = |server: &Server| {
-        let (status, paused) = server.post(
-            "/exec/programmatic",
-            &json!({"code": PROGRAMS[0], "tools": weather_tools()}),
-        );
-        assert_eq!(status, 200, "{paused}");
-    };
     pause(&stays);
     let own = flush_rows(&url);
     assert_eq!(own.len(), 1, "{own:?}");
