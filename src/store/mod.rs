@@ -498,7 +498,7 @@ mod tests {
             after: Option<&[u8]>,
             limit: usize,
         ) -> Result<Vec<Pair>, StoreError> {
-            self.inner.pairs_after(prefix, after, limit).await
+            self.inner.pairs_after(prefix, after, limit)
         }
         async fn heads_after(
             &self,
@@ -507,7 +507,7 @@ mod tests {
             head_len: usize,
             limit: usize,
         ) -> Result<Vec<Head>, StoreError> {
-            self.inner.heads_after(prefix, after, head_len, limit).await
+            self.inner.heads_after(prefix, after, head_len, limit)
         }
         async fn apply_batch(
             &self,

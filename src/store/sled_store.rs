@@ -424,33 +424,67 @@ impl SledStore {
         })
     }
 
-    /// The pairs whose key starts with `prefix`, read as the scan goes.
-    pub fn scan_prefix(&self, prefix: &[u8]) -> SledScan<'_, Pair> {
-        // A key deleted while the scan reached it is skipped, not given
-        // as an empty value (which would read as a corrupt entry).
-        Box::new(self.db.scan_prefix(prefix).filter_map(move |pair| {
-            let resolved = pair
-                .map_err(database)
-                .and_then(|(key, stored)| Ok((key.to_vec(), self.resolve(&key, stored)?)));
-            match resolved {
-                Ok((key, Some(value))) => Some(Ok((key, value))),
-                Ok((_, None)) => None,
-                Err(error) => Some(Err(error)),
+    /// At most `limit` items made by `item` (`None`: skipped) of the keys
+    /// that start with `prefix` and come after `after`, in key order.
+    fn page<T>(
+        &self,
+        prefix: &[u8],
+        after: Option<&[u8]>,
+        limit: usize,
+        item: impl Fn(&[u8], sled::IVec) -> Result<Option<T>, StoreError>,
+    ) -> Result<Vec<T>, StoreError> {
+        let mut items = Vec::new();
+        for pair in self.db.range(range_after(prefix, after)) {
+            let (key, stored) = pair.map_err(database)?;
+            if !key.starts_with(prefix) || items.len() == limit {
+                break;
             }
-        }))
+            items.extend(item(&key, stored)?);
+        }
+        Ok(items)
     }
 
-    /// The heads and lengths of the values whose key starts with `prefix`.
-    pub fn scan_heads(&self, prefix: &[u8], head_len: usize) -> SledScan<'_, Head> {
-        Box::new(self.db.scan_prefix(prefix).map(move |pair| {
-            let (key, stored) = pair.map_err(database)?;
+    /// Every pair whose key starts with `prefix`, in key order (read at
+    /// once: for tests and tools; the service reads pages).
+    pub fn scan_prefix(&self, prefix: &[u8]) -> SledScan<'_, Pair> {
+        match self.pairs_after(prefix, None, usize::MAX) {
+            Ok(pairs) => Box::new(pairs.into_iter().map(Ok)),
+            Err(error) => Box::new(std::iter::once(Err(error))),
+        }
+    }
+
+    /// [`Store::pairs_after`]: a key deleted while the scan reached it is
+    /// skipped, not given as an empty value (which would read as a
+    /// corrupt entry).
+    pub fn pairs_after(
+        &self,
+        prefix: &[u8],
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<Pair>, StoreError> {
+        self.page(prefix, after, limit, |key, stored| {
+            Ok(self
+                .resolve(key, stored)?
+                .map(|value| (key.to_vec(), value)))
+        })
+    }
+
+    /// [`Store::heads_after`].
+    pub fn heads_after(
+        &self,
+        prefix: &[u8],
+        after: Option<&[u8]>,
+        head_len: usize,
+        limit: usize,
+    ) -> Result<Vec<Head>, StoreError> {
+        self.page(prefix, after, limit, |key, stored| {
             let (head, len) = self.head_of(&stored, head_len)?;
-            Ok(Head {
+            Ok(Some(Head {
                 key: key.to_vec(),
                 head,
                 len,
-            })
-        }))
+            }))
+        })
     }
 
     /// [`Store::apply_batch`].
@@ -496,28 +530,6 @@ impl SledStore {
     }
 }
 
-impl SledStore {
-    /// At most `limit` items made by `item` (`None`: skipped) of the keys
-    /// that start with `prefix` and come after `after`, in key order.
-    fn page<T>(
-        &self,
-        prefix: &[u8],
-        after: Option<&[u8]>,
-        limit: usize,
-        item: impl Fn(&[u8], sled::IVec) -> Result<Option<T>, StoreError>,
-    ) -> Result<Vec<T>, StoreError> {
-        let mut items = Vec::new();
-        for pair in self.db.range(range_after(prefix, after)) {
-            let (key, stored) = pair.map_err(database)?;
-            if !key.starts_with(prefix) || items.len() == limit {
-                break;
-            }
-            items.extend(item(&key, stored)?);
-        }
-        Ok(items)
-    }
-}
-
 /// The range of keys that start with `prefix` and come after `after`.
 fn range_after(prefix: &[u8], after: Option<&[u8]>) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
     let low = match after {
@@ -556,12 +568,7 @@ impl Store for SledStore {
         after: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<Pair>, StoreError> {
-        // A key deleted while the scan reached it is skipped.
-        self.page(prefix, after, limit, |key, stored| {
-            Ok(self
-                .resolve(key, stored)?
-                .map(|value| (key.to_vec(), value)))
-        })
+        SledStore::pairs_after(self, prefix, after, limit)
     }
 
     async fn heads_after(
@@ -571,14 +578,7 @@ impl Store for SledStore {
         head_len: usize,
         limit: usize,
     ) -> Result<Vec<Head>, StoreError> {
-        self.page(prefix, after, limit, |key, stored| {
-            let (head, len) = self.head_of(&stored, head_len)?;
-            Ok(Some(Head {
-                key: key.to_vec(),
-                head,
-                len,
-            }))
-        })
+        SledStore::heads_after(self, prefix, after, head_len, limit)
     }
 
     async fn apply_batch(
