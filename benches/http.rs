@@ -24,7 +24,8 @@
 //! load balancer without affinity would: two continuations in three are
 //! forwarded to the node that holds the child. The cluster runs the
 //! alone figures and the throughput, not the typed-tool and 1 MB rows.
-//! `BATON_BENCH_ONLY=load` runs only the 32-client throughput, for
+//! `BATON_BENCH_ONLY=throughput` runs only the rounds/s rows (1, 8 and 32
+//! clients); `BATON_BENCH_ONLY=load` runs only the 32-client throughput, for
 //! `BATON_BENCH_LOAD_SECONDS` (default 3), e.g. under a profiler.
 //!
 //! Each figure is the median of three runs' medians. With
@@ -464,13 +465,16 @@ fn run(binary: &Path, store: Store, url: Option<&str>) -> Figures {
     let client = Client::new(&bases);
     client.two_call(&nine_tools(), Duration::ZERO);
     let mut figures = Figures::new();
-    if std::env::var("BATON_BENCH_ONLY").as_deref() == Ok("load") {
+    let only = std::env::var("BATON_BENCH_ONLY").ok();
+    if only.as_deref() == Some("load") {
         figures.push(("rounds/s, 32 clients", rounds_per_second(&bases, 32)));
         return figures;
     }
-    alone(&client, &mut figures);
-    if store != Store::Cluster {
-        checked_tools(&client, &mut figures);
+    if only.as_deref() != Some("throughput") {
+        alone(&client, &mut figures);
+        if store != Store::Cluster {
+            checked_tools(&client, &mut figures);
+        }
     }
     for (clients, name) in [
         (1, "rounds/s, 1 client"),
@@ -479,6 +483,9 @@ fn run(binary: &Path, store: Store, url: Option<&str>) -> Figures {
     ] {
         figures.push((name, rounds_per_second(&bases, clients)));
         std::thread::sleep(Duration::from_millis(300));
+    }
+    if only.as_deref() == Some("throughput") {
+        return figures;
     }
     if store != Store::Cluster {
         let pid = servers[0].pid().unwrap_or_else(|| panic!("no server pid"));

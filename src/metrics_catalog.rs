@@ -65,6 +65,10 @@ fn describe() {
         "Continuations that replayed the journal in a fresh child (no parked child)."
     );
     describe_counter!(
+        "baton_rounds_run_again_total",
+        "Rounds run again by replay because the node that ran them died after storing their results (its pause, if it made one, was not yet durable)."
+    );
+    describe_counter!(
         "baton_forwarded_continuations_total",
         "Continuations sent to the node whose child is parked for them; `outcome` is `answered` (that node answered) or `served_here` (it could not be reached or could not serve, so this node did)."
     );

@@ -23,7 +23,9 @@ mod common;
 use std::path::Path;
 
 use common::postgres::{Postgres, free_port};
-use common::server::{PROGRAMS, Server, answers, continue_, cpython_stdout, weather_tools};
+use common::server::{
+    PROGRAMS, Server, answers, continue_, counter, cpython_stdout, weather_tools,
+};
 use serde_json::{Value, json};
 
 /// Nodes sharing one database, each with its data directory.
@@ -92,19 +94,6 @@ impl Cluster {
             .map(|node| counter(node, name))
             .sum()
     }
-}
-
-/// A counter of one node (0 when it has not counted yet).
-fn counter(node: &Server, name: &str) -> f64 {
-    node.get_text("/metrics")
-        .lines()
-        .find_map(|line| {
-            let rest = line.strip_prefix(name)?;
-            rest.starts_with(' ')
-                .then(|| rest.trim().parse::<f64>().ok())
-                .flatten()
-        })
-        .unwrap_or(0.0)
 }
 
 const FORWARDED: &str = "baton_forwarded_continuations_total{outcome=\"answered\"}";
@@ -338,8 +327,9 @@ fn upkeep_ends_stale_children_forgets_dead_nodes_and_pauses_their_rounds_again()
     assert_eq!(parked(&cluster.nodes[1]), 1);
 
     // A node killed while it runs a round: the round is paused again by
-    // the others' upkeep, with no client asking, and its address is
-    // forgotten.
+    // the others' upkeep, with no client asking (a claim on PostgreSQL
+    // does not store the results: `Store::flush_while_running`), and its
+    // address is forgotten.
     let (code, paused) = start_long(&cluster.nodes[2], 30_000_000);
     let id = paused["execution_id"].as_str().unwrap().to_owned();
     std::thread::scope(|scope| {

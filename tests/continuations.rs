@@ -16,7 +16,7 @@
 mod common;
 
 use common::server::{
-    KEY, OTHER_KEY, Server, answers, continue_, continue_until_done, weather_tools,
+    KEY, OTHER_KEY, Server, answers, continue_, continue_until_done, counter, weather_tools,
 };
 use serde_json::{Value, json};
 
@@ -221,15 +221,6 @@ fn cancel_follows_the_request_ids_of_continuations() {
         paused["execution_id"].as_str().unwrap_or_default()
     );
     assert_eq!(server.get(&inspect, Some(KEY)).1["status"], "cancelled");
-}
-
-/// A counter of the server's `/metrics` (0 before it first counts).
-fn counter(server: &Server, name: &str) -> f64 {
-    server
-        .get_text("/metrics")
-        .lines()
-        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
-        .unwrap_or(0.0)
 }
 
 #[test]

@@ -8,8 +8,8 @@ use std::time::Duration;
 use base64::Engine as _;
 use baton::token::{SigningKey, SigningKeys, key_identity};
 use common::server::{
-    KEY, OTHER_KEY, SIGNING, Server, answers, continue_, continue_across_restarts, run_program,
-    weather_tools,
+    KEY, OTHER_KEY, SIGNING, Server, answers, continue_, continue_across_restarts, counter,
+    run_program, weather_tools,
 };
 use serde_json::{Value, json};
 
@@ -447,6 +447,71 @@ fn sigkill_between_rounds_loses_nothing() {
             .collect()
     };
     assert_eq!(lines(&reply), lines(&uninterrupted));
+}
+
+/// Each round's call depends on the seeded random numbers and on the
+/// round before, and each round prints the next call's city.
+const CHAINED_ROUNDS: &str = "\
+import random
+city = 'Oslo'
+for i in range(3):
+    w = await get_weather(city=city)
+    city = f\"{w['city'][:4]}-{random.randint(0, 10**6)}\"
+    print(i, city)
+";
+
+/// The city of a paused reply's one call.
+fn called_city(reply: &Value) -> String {
+    reply["tool_calls"][0]["input"]["city"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The next pause is written before its reply but flushed only with the
+/// next flush: the reply waits for the round's results, stored with the
+/// claim. A SIGKILL right after the reply loses the pause, and the round is
+/// run again by replay to the same pause (same call ids, same inputs from
+/// the seeded random numbers), for a retry of the continuation and for the
+/// token handed out before the kill alike.
+#[test]
+fn a_pause_lost_with_its_server_is_reached_again_by_running_its_round_again() {
+    let (_dir, mut server) = server(&[]);
+    // Once with a retry of the continuation before the kill, once with the
+    // token handed out before the kill.
+    for retry_first in [true, false] {
+        let first = start(&server, CHAINED_ROUNDS);
+        let (status, second) = continue_(&server, &first, answers(&first));
+        assert_eq!(status, 200, "{second}");
+        server.restart();
+        let id = second["execution_id"].as_str().unwrap_or_default();
+        let (status, view) = server.get(&format!("/executions/{id}"), Some(KEY));
+        assert_eq!(status, 200, "{view}");
+        assert_eq!(
+            view["status"], "running",
+            "the pause went with the server, the round's claim stayed: {view}"
+        );
+        if retry_first {
+            let (status, retried) = continue_(&server, &first, answers(&first));
+            assert_eq!(status, 200, "{retried}");
+            assert_eq!(retried["tool_calls"], second["tool_calls"]);
+            assert!(retried["continuation_token"].is_string(), "{retried}");
+        }
+        let third = {
+            let (status, third) = continue_(&server, &second, answers(&second));
+            assert_eq!(status, 200, "{third}");
+            third
+        };
+        assert_eq!(counter(&server, "baton_rounds_run_again_total"), 1.0);
+        let (status, done) = continue_(&server, &third, answers(&third));
+        assert_eq!(status, 200, "{done}");
+        assert_eq!(done["status"], "completed", "{done}");
+        let stdout = done["stdout"].as_str().unwrap_or_default();
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines.len(), 3, "{stdout}");
+        assert_eq!(lines[0], format!("0 {}", called_city(&second)));
+        assert_eq!(lines[1], format!("1 {}", called_city(&third)));
+    }
 }
 
 #[test]

@@ -143,7 +143,9 @@ fn a_record_stored_whole_by_the_previous_format_continues() {
     let mut reply = start(&server);
     let id = execution_id(&reply);
     reply = continue_round(&server, &reply, 1);
-    server.kill();
+    // A clean stop: the pause is flushed (a SIGKILL could leave it to be
+    // reached again by running its round again).
+    assert!(server.terminate(), "a clean stop");
     {
         // Rewrite the stored record as the previous build stored it: whole,
         // format 3, under the start part's key, with no other part.

@@ -188,8 +188,19 @@ impl Engine {
         record: &mut ExecutionRecord,
         results: Vec<CallResult>,
     ) -> Result<(Step, ResumeKind), EngineError> {
-        let paused_after = record.rounds.len();
-        let clock = self.accept_results(record, results)?;
+        self.answer(record, results)?;
+        self.resume_answered(record).await
+    }
+
+    /// Runs the round `record` was last answered in ([`Engine::answer`]) to
+    /// the next pause or the end, hot if the child that paused it is parked
+    /// here, else cold by replay; a record with no rounds runs from its
+    /// start. The round's results and clock are the record's, so a round
+    /// run again after a crash sees what it saw the first time.
+    pub async fn resume_answered(
+        &self,
+        record: &mut ExecutionRecord,
+    ) -> Result<(Step, ResumeKind), EngineError> {
         if self.running().has_ended(&record.id) {
             // Cancelled after its round was claimed: not run at all.
             self.evict(&record.id);
@@ -199,12 +210,14 @@ impl Engine {
             self.evict(&record.id);
             return Ok((Step::Failed(Failure::TimeLimit), ResumeKind::Hot));
         }
-        if let Some(mut child) = self.parked.take(&record.id, paused_after) {
-            let results = record
-                .rounds
-                .last()
-                .map(|r| r.results.clone())
-                .unwrap_or_default();
+        let parked = match (record.rounds.len().checked_sub(1), record.rounds.last()) {
+            (Some(paused_after), Some(round)) => self
+                .parked
+                .take(&record.id, paused_after)
+                .map(|child| (child, round.results.clone(), round.resume_clock)),
+            _ => None,
+        };
+        if let Some((mut child, results, clock)) = parked {
             let message = ToChild::Resume {
                 results,
                 clock,
@@ -287,11 +300,14 @@ impl Engine {
         self.parked.pid(id)
     }
 
-    fn accept_results(
+    /// Answers the pending round of `record` with one result per pending
+    /// call (in their order): the round joins the record's rounds, with the
+    /// clock the code resumes at. Nothing runs ([`Engine::resume_answered`]).
+    pub fn answer(
         &self,
         record: &mut ExecutionRecord,
         results: Vec<CallResult>,
-    ) -> Result<ClockBase, EngineError> {
+    ) -> Result<(), EngineError> {
         let Some(pending) = record.pending.take() else {
             return Err(EngineError::NotPaused("the execution is not paused".into()));
         };
@@ -316,7 +332,7 @@ impl Engine {
             frame: pending.frame,
             resume_clock: clock,
         });
-        Ok(clock)
+        Ok(())
     }
 
     fn clock_at(&self, round: usize, history: Option<(ClockBase, ClockBase)>) -> ClockBase {

@@ -3,8 +3,9 @@
 //!
 //! Invariants:
 //! - A round is claimed by one compare-and-swap of its state from
-//!   `Paused(round)` to `Running(round)`, after the results were validated;
-//!   a bad request leaves it paused.
+//!   `Paused(round)` to `Running(round)`, after the results were validated
+//!   (a bad request leaves it paused); the results are stored right after,
+//!   and their flush runs while the code does.
 //! - A retry (same token, same results: the digest stored with the claim)
 //!   gets the answer that continuation led to; other results, 409. That
 //!   holds also for a request that read the state before another claimed
@@ -12,23 +13,29 @@
 //!   past the token's round sends it to the retry's answer, never on to
 //!   a check of its results against the next round's calls.
 //! - A round left running by a node that died (killed, or its machine
-//!   gone: [`crate::store::Store::node_alive`]) is put back to paused by
-//!   the next continuation that finds it (or that waits for it), then
-//!   claimed as usual; a round that a live node runs is never taken.
+//!   gone: [`crate::store::Store::node_alive`]) is recovered by the next
+//!   continuation that finds it (or that waits for it): run again when its
+//!   results are stored, else put back to paused and claimed as usual. A
+//!   continuation for the pause such a round leads to waits while another
+//!   node runs it again. A round that a live node runs is never taken.
 
 use std::time::Duration;
 
 use tracing::Instrument;
 
 use crate::engine::ResumeKind;
-use crate::journal::{CallResult, PendingRound};
+use crate::journal::{CallResult, ExecutionRecord, PendingRound};
 use crate::state::{Answered, ExecState, Status, results_digest, state_key};
+use crate::store::CasConflict;
 use crate::timing::step;
 use crate::token::TokenError;
 
 use super::error::ServiceError;
 use super::messages::{Reply, ToolResult};
+use super::records::part_writes;
+use super::recovery::{Orphan, Replay};
 use super::request_ids::RequestId;
+use super::settle::Claimed;
 use super::{Service, TIMEOUT_RANGE_MS, now_millis, now_secs};
 
 /// How often a retried continuation looks whether the original is done.
@@ -127,11 +134,21 @@ impl Service {
         let request_id = self.begin_request(owner, request_id).await?;
         let (state_bytes, state) = loop {
             let (mut state_bytes, mut state) = self.load_state(&id, owner).await?;
-            // A round left running by a node that died is claimable again.
-            if let Some(put_back) = self.put_back_if_orphaned(&id, &state_bytes, &state).await? {
-                (state_bytes, state) = put_back;
+            // A round left running by a node that died is run again (or
+            // claimable again).
+            if let Orphan::Recovered(bytes, recovered) = self
+                .recover_orphan(&id, &state_bytes, &state, Replay::Now)
+                .await?
+            {
+                (state_bytes, state) = (bytes, recovered);
             }
             self.link_request(owner, &request_id, id).await?;
+            // The round before the token's is being run again (its node
+            // died after answering): its pause is the one the token is for.
+            if state.status == Status::Running && state.round.checked_add(1) == Some(claims.round) {
+                self.wait_while_running(&id, owner, &state_bytes).await?;
+                continue;
+            }
             let Err(refused) = check_claimable(&state, claims.round) else {
                 break (state_bytes, state);
             };
@@ -204,44 +221,50 @@ impl Service {
                 return Err(invalid);
             }
         };
+        let answered_at = now_millis();
+        self.engine
+            .answer(&mut record, ordered)
+            .map_err(|e| ServiceError::Invalid(e.to_string()))?;
+        let answered_round = record.rounds.len().saturating_sub(1);
+        record.round_times.answered(answered_round, answered_at);
         let running = ExecState {
             status: Status::Running,
             answered: Some(Answered { round, digest }),
             node: self.store.node(),
-            ..state.clone()
+            ..state
         };
         let claimed = self
-            .claim(&id, &state_bytes, &running, round)
+            .claim(&id, &state_bytes, &running, &mut record)
             .instrument(step!("claim"))
             .await;
-        if let Err(refused) = claimed {
-            return self
-                .answer_retry(&id, owner, round, digest, refused)
-                .await?
-                .reply();
-        }
+        let claimed = match claimed {
+            Ok(claimed) => claimed,
+            Err(refused) => {
+                return self
+                    .answer_retry(&id, owner, round, digest, refused)
+                    .await?
+                    .reply();
+            }
+        };
         let started = std::time::Instant::now();
-        let answered_at = now_millis();
         let resumed = self
             .engine
-            .resume(&mut record, ordered)
+            .resume_answered(&mut record)
             .instrument(step!("resume"))
             .await;
         let (step, kind) = match resumed {
             Ok(done) => done,
             Err(error) => {
-                self.release(&id, &running, &state).await;
+                self.release(&id, &running).await;
                 return Err(ServiceError::Unavailable(error.to_string()));
             }
         };
-        let answered_round = record.rounds.len().saturating_sub(1);
-        record.round_times.answered(answered_round, answered_at);
         metrics::histogram!("baton_resume_to_pause_seconds")
             .record(started.elapsed().as_secs_f64());
         if kind == ResumeKind::Cold {
             metrics::counter!("baton_cold_resumes_total").increment(1);
         }
-        self.settle(record, running, step)
+        self.settle(record, running, step, claimed)
             .instrument(step!("settle"))
             .await
     }
@@ -260,9 +283,7 @@ impl Service {
         refused: ServiceError,
     ) -> Result<Retried, ServiceError> {
         let this = Some(Answered { round, digest });
-        let give_up = std::time::Instant::now()
-            + Duration::from_millis(*TIMEOUT_RANGE_MS.end())
-            + Duration::from_secs(10);
+        let give_up = retry_deadline();
         let mut poll = 0u64;
         loop {
             poll += 1;
@@ -275,10 +296,10 @@ impl Service {
                 // again, to be claimed.
                 Status::Running
                     if poll.is_multiple_of(ORPHAN_CHECK_POLLS)
-                        && self
-                            .put_back_if_orphaned(id, &bytes, &state)
-                            .await?
-                            .is_some() =>
+                        && matches!(
+                            self.recover_orphan(id, &bytes, &state, Replay::Now).await?,
+                            Orphan::Recovered(..)
+                        ) =>
                 {
                     return Ok(Retried::PutBack);
                 }
@@ -318,43 +339,104 @@ impl Service {
         }
     }
 
+    /// Waits until the state stored as `bytes` (a round running) changes,
+    /// or until the node running it is found dead (then the caller recovers
+    /// the round); [`ServiceError::InProgress`] after the longest a round
+    /// may run.
+    async fn wait_while_running(
+        &self,
+        id: &[u8; 16],
+        owner: [u8; 8],
+        bytes: &[u8],
+    ) -> Result<(), ServiceError> {
+        let give_up = retry_deadline();
+        let mut poll = 0u64;
+        loop {
+            poll += 1;
+            tokio::time::sleep(RETRY_POLL).await;
+            let (now, state) = self.load_state(id, owner).await?;
+            if now != bytes {
+                return Ok(());
+            }
+            if poll.is_multiple_of(ORPHAN_CHECK_POLLS)
+                && !self
+                    .store
+                    .node_alive(state.node)
+                    .await
+                    .map_err(ServiceError::store)?
+            {
+                return Ok(());
+            }
+            if std::time::Instant::now() >= give_up {
+                return Err(ServiceError::InProgress);
+            }
+        }
+    }
+
+    /// Claims the round `record` was just answered in: sets the state
+    /// `running` if it still is the paused state read (`expected`), then
+    /// writes the round's part (its results) and the progress, so that the
+    /// round can be run again by replay if this node dies before its pause
+    /// is stored, and begins their flush. A crash between the two leaves
+    /// the round claimed with its results not stored: it goes back to
+    /// paused (`recovery`). A store that does not flush while code runs
+    /// gets the compare-and-swap only (the pause then stores the results).
     async fn claim(
         &self,
         id: &[u8; 16],
         expected: &[u8],
         running: &ExecState,
-        round: u32,
-    ) -> Result<(), ServiceError> {
+        record: &mut ExecutionRecord,
+    ) -> Result<Claimed, ServiceError> {
+        let round = running.round;
+        if !self.store.flush_while_running() {
+            let swapped = self
+                .store
+                .compare_and_swap(&state_key(id), Some(expected), Some(&running.encode()))
+                .await
+                .map_err(ServiceError::store)?;
+            return match swapped {
+                Ok(()) => Ok(Claimed::Nothing),
+                Err(conflict) => Err(claim_refused(conflict, round)),
+            };
+        }
+        let parts = record
+            .new_parts()
+            .map_err(|e| ServiceError::Corrupt(e.to_string()))?;
+        let writes = part_writes(id, &parts);
+        let puts: Vec<(&[u8], &[u8])> = writes.iter().map(|(k, v)| (k.as_slice(), *v)).collect();
         let swapped = self
             .store
-            .compare_and_swap(&state_key(id), Some(expected), Some(&running.encode()))
+            .swap_then_put(&state_key(id), expected, &running.encode(), &puts)
             .await
             .map_err(ServiceError::store)?;
         match swapped {
-            Ok(()) => Ok(()),
-            Err(conflict) => {
-                let current = conflict.current.as_deref().and_then(ExecState::decode);
-                match current {
-                    None => Err(ServiceError::NotFound),
-                    Some(state) => {
-                        check_claimable(&state, round).and(Err(ServiceError::InProgress))
-                    }
-                }
+            Ok(()) => {
+                record.mark_stored(&parts);
+                Ok(Claimed::Flushing(self.durability.begin()))
             }
+            Err(conflict) => Err(claim_refused(conflict, round)),
         }
     }
 
-    /// Puts a claimed round back to paused after an internal failure.
-    /// A state that changed since the claim (a cancel came) is left as it
-    /// is; a store that fails is logged, and the round stays `Running`
-    /// until the next start of the server puts it back to paused.
-    async fn release(&self, id: &[u8; 16], running: &ExecState, paused: &ExecState) {
+    /// Gives up a claimed round after an internal failure, leaving it to
+    /// be run again: its state stays `running`, its node becomes none (0,
+    /// never alive), so the next continuation that finds it, a retry of
+    /// this one included, runs the round by replay (`roll_forward`). A
+    /// state that changed since the claim (a cancel came) is left as it is;
+    /// a store that fails is logged, and the round stays this node's until
+    /// the next start of the server.
+    pub(super) async fn release(&self, id: &[u8; 16], running: &ExecState) {
+        let orphaned = ExecState {
+            node: 0,
+            ..running.clone()
+        };
         let swapped = self
             .store
             .compare_and_swap(
                 &state_key(id),
                 Some(&running.encode()),
-                Some(&paused.encode()),
+                Some(&orphaned.encode()),
             )
             .await;
         match swapped {
@@ -385,6 +467,25 @@ impl Retried {
             Retried::Answer(reply) => Ok(*reply),
             Retried::PutBack => Err(ServiceError::InProgress),
         }
+    }
+}
+
+/// How long a request waits for a round that another runs: the longest a
+/// round may run, and ten seconds more.
+fn retry_deadline() -> std::time::Instant {
+    std::time::Instant::now()
+        + Duration::from_millis(*TIMEOUT_RANGE_MS.end())
+        + Duration::from_secs(10)
+}
+
+/// Why a claim of `round` was refused, from the state the store holds.
+fn claim_refused(conflict: CasConflict, round: u32) -> ServiceError {
+    match conflict.current.as_deref().and_then(ExecState::decode) {
+        None => ServiceError::NotFound,
+        Some(state) => match check_claimable(&state, round) {
+            Ok(()) => ServiceError::InProgress,
+            Err(refused) => refused,
+        },
     }
 }
 

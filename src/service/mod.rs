@@ -3,11 +3,16 @@
 //! and under which keys, is [`crate::state`]'s.
 //!
 //! Invariants:
-//! - A pause's record and state are flushed to disk (group commit) before
-//!   the response that carries its token is sent.
+//! - Before the response that carries a pause's token is sent, everything
+//!   the pause follows from is flushed to disk (group commit): the start
+//!   and every round's results, stored with the start or the claim and
+//!   flushed while the code ran. The pause itself is written before the
+//!   response and flushed with the next flush; one lost in a crash is
+//!   reached again by running its round again by replay (`recovery`).
 //! - A round is continued at most once: the continuation claims it by a
 //!   compare-and-swap of the state from `Paused(round)` to `Running(round)`,
-//!   after the results were validated (a bad request leaves it paused).
+//!   after the results were validated (a bad request leaves it paused),
+//!   then stores the results.
 //! - A retried continuation (same token, same results) gets the answer that
 //!   continuation led to, for as long as the execution is kept, after a
 //!   restart too: the claim stores the results' digest with the state, and
@@ -15,9 +20,11 @@
 //! - An execution of another API key answers exactly like a missing one; a
 //!   request id is scoped to its key.
 //! - States left `Running` by a dead node (a previous process, or another
-//!   server sharing the store) go back to `Paused`, at start-up, with
-//!   each sweep and when a continuation finds one, so the last durable
-//!   pause stays continuable; a live node's running round is never taken.
+//!   server sharing the store) are recovered: a round whose results are
+//!   stored is run again by the first continuation that finds it (a retry,
+//!   or the token of the pause it leads to); another goes back to `Paused`
+//!   at start-up, with each sweep and when a continuation finds one. A
+//!   live node's running round is never taken.
 
 mod cancel;
 mod continuation;
@@ -26,6 +33,7 @@ mod listing;
 mod messages;
 mod nodes;
 mod records;
+mod recovery;
 mod request_ids;
 mod settle;
 mod start;

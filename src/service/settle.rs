@@ -1,9 +1,16 @@
-//! What a step of the engine leads to: a pause persisted before its token
-//! is handed out, or an end whose outcome replaces the record.
+//! What a step of the engine leads to: a pause whose token is handed out
+//! once what it follows from is durable, or an end whose outcome replaces
+//! the record.
 //!
 //! Invariants:
-//! - A pause's record and state are durable (group commit) before the reply
-//!   that carries its token exists.
+//! - A pause's token exists only once everything the pause follows from
+//!   is durable: the execution's start and the results of every round up
+//!   to this one. Those were written with the start or with the claim of
+//!   the round, and their flush ran while the code ran ([`Flushing`]); the
+//!   reply waits for it. The pause itself (its pending calls and state) is
+//!   written before the reply and made durable by the next flush: a crash
+//!   that loses it leaves the round claimed with its results stored, and
+//!   the round is run again by replay (`roll_forward`), to the same pause.
 //! - What a step stores (a pause's parts and state, an end's outcome) is
 //!   written in one batch guarded by the `running` state its request set:
 //!   a cancel that came while the code ran (it changed the state) wins,
@@ -12,9 +19,8 @@
 //!   produced or removed files is durable before its reply too (the client
 //!   will fetch the files it names); any other is flushed right after its
 //!   reply, without the reply waiting: a crash in between loses only that
-//!   end, never a pause. The execution is then back at its last durable
-//!   pause (an execution that never paused: failed), and a retry of the
-//!   continuation runs that round again.
+//!   end, and the round that led to it is run again when the execution is
+//!   next continued.
 
 use tracing::Instrument;
 
@@ -23,6 +29,7 @@ use crate::failure::Failure;
 use crate::journal::{ExecutionRecord, NewParts, history};
 use crate::quota::Item;
 use crate::state::{EndedOutcome, ExecState, Status, outcome_key, state_key};
+use crate::store::Flushing;
 use crate::timing::step;
 use crate::workspace::FileMeta;
 
@@ -31,12 +38,28 @@ use super::messages::{Reply, cancelled_reply};
 use super::records::{part_writes, slices};
 use super::{Service, now_millis, now_secs};
 
+/// What was done for a step before its code ran.
+pub(super) enum Claimed {
+    /// What the step follows from (the start, or the round's results) was
+    /// stored, and its flush begun: a pause's reply waits for it.
+    Flushing(Flushing),
+    /// Nothing was stored to replay from (a start without tools): a pause
+    /// is flushed itself.
+    Nothing,
+    /// The step runs a round again after its node died: its claim is
+    /// durable, and when the pause it leads to was first made is not known
+    /// (the call history shows no time for that round).
+    RunAgain,
+}
+
 /// When a write must be on disk.
-#[derive(Clone, Copy)]
 enum Flush {
-    /// Before the reply (a pause: its token must outlive a crash; an end
-    /// that names files).
+    /// Before the reply (an end that names files; a pause without a
+    /// claim's flush).
     BeforeReply,
+    /// A pause: with the next flush, but the reply waits for the flush of
+    /// what it follows from, begun by its claim or start.
+    Begun(Flushing),
     /// Right after the reply (an end; see the module doc).
     AfterReply,
 }
@@ -78,6 +101,13 @@ impl Service {
                     .instrument(step!("flush"))
                     .await
                     .map_err(ServiceError::store)?;
+            }
+            Flush::Begun(claim) => {
+                claim
+                    .wait()
+                    .instrument(step!("flush"))
+                    .await
+                    .map_err(ServiceError::store)?;
                 metrics::histogram!("baton_pause_durable_seconds")
                     .record(began.elapsed().as_secs_f64());
             }
@@ -95,13 +125,16 @@ impl Service {
     /// Persists the outcome of a step and makes the reply; an execution
     /// cancelled while it ran (its state is no longer `running`) stores
     /// nothing and answers cancelled.
+    /// `claimed` says what was stored before the code ran (see
+    /// [`Claimed`]).
     pub(super) async fn settle(
         &self,
         mut record: ExecutionRecord,
         running: ExecState,
         step: Step,
+        claim: Claimed,
     ) -> Result<Reply, ServiceError> {
-        match self.settle_step(&mut record, running, step).await {
+        match self.settle_step(&mut record, running, step, claim).await {
             Ok(reply @ Reply::Paused { .. }) => {
                 self.records.put(record);
                 Ok(reply)
@@ -109,9 +142,33 @@ impl Service {
             Ok(reply) => Ok(reply),
             Err(ServiceError::Cancelled) => {
                 self.engine.evict(&record.id);
+                self.forget_parts_after_cancel(&record).await;
                 Ok(cancelled_reply(&record))
             }
             Err(other) => Err(other),
+        }
+    }
+
+    /// Deletes the parts of the record of an execution cancelled while its
+    /// step ran, if it is cancelled: a claim writes its round's parts after
+    /// its state, so a cancel between the two may have deleted the record
+    /// before they came. A failure is logged (the sweep deletes them with
+    /// the execution).
+    async fn forget_parts_after_cancel(&self, record: &ExecutionRecord) {
+        let cancelled = self
+            .store
+            .get(&state_key(&record.id))
+            .await
+            .ok()
+            .flatten()
+            .and_then(|bytes| ExecState::decode(&bytes))
+            .is_some_and(|state| state.status == Status::Cancelled);
+        if !cancelled {
+            return;
+        }
+        let keys = self.forget_parts_of(record);
+        if let Err(error) = self.store.apply_batch(&[], &slices(&keys)).await {
+            tracing::warn!(execution = %record.id_hex(), %error, "parts of a cancelled execution not deleted");
         }
     }
 
@@ -122,6 +179,7 @@ impl Service {
         record: &mut ExecutionRecord,
         state: ExecState,
         step: Step,
+        claim: Claimed,
     ) -> Result<Reply, ServiceError> {
         match step {
             Step::Paused(calls) => {
@@ -133,7 +191,11 @@ impl Service {
                 }
                 metrics::counter!("baton_rounds_total").increment(1);
                 let pending_round = record.rounds.len();
-                record.round_times.paused(pending_round, now_millis());
+                let paused_at = match claim {
+                    Claimed::RunAgain => 0,
+                    _ => now_millis(),
+                };
+                record.round_times.paused(pending_round, paused_at);
                 let parts = step!("encode")
                     .in_scope(|| record.new_parts())
                     .map_err(|e| ServiceError::Corrupt(e.to_string()))?;
@@ -143,7 +205,7 @@ impl Service {
                     return self.end(record, &state, Some(failure), Vec::new()).await;
                 }
                 let token = self
-                    .persist_pause(record, &parts, stored_bytes, &state)
+                    .persist_pause(record, &parts, stored_bytes, &state, claim)
                     .await?;
                 record.mark_stored(&parts);
                 Ok(Reply::Paused {
@@ -185,7 +247,8 @@ impl Service {
         (size > limit).then_some(Failure::RecordTooLarge { size, limit })
     }
 
-    /// Writes the parts a pause added and its state, durably; returns the
+    /// Writes the parts a pause added and its state, waits for the claim's
+    /// flush (see the module doc; without one, flushes); returns the
     /// pause's token.
     async fn persist_pause(
         &self,
@@ -193,6 +256,7 @@ impl Service {
         parts: &NewParts,
         stored_bytes: u64,
         state: &ExecState,
+        claim: Claimed,
     ) -> Result<String, ServiceError> {
         let round = record.round_count() as u32;
         let expires_at = now_secs() + self.config.paused_ttl_secs;
@@ -212,7 +276,10 @@ impl Service {
             state,
             &puts,
             &[],
-            Flush::BeforeReply,
+            match claim {
+                Claimed::Flushing(flushing) => Flush::Begun(flushing),
+                Claimed::Nothing | Claimed::RunAgain => Flush::BeforeReply,
+            },
             Stored {
                 id: record.id,
                 owner: state.owner,

@@ -3,12 +3,14 @@
 use tracing::Instrument;
 
 use crate::engine::ExecutionSpec;
-use crate::journal::WorkspaceFile;
+use crate::journal::{ExecutionRecord, WorkspaceFile};
 use crate::state::{ExecState, Status, listing_key, state_key};
 use crate::timing::step;
 
 use super::error::ServiceError;
 use super::messages::{FileRef, Reply, StartRequest};
+use super::records::part_writes;
+use super::settle::Claimed;
 use super::{Service, now_micros, now_secs};
 
 impl Service {
@@ -97,19 +99,7 @@ impl Service {
             answered: None,
             node: self.store.node(),
         };
-        // Two plain writes, not a batch (a sled transaction costs a start
-        // ~0.15 ms): the index entry first, so a crash between them leaves
-        // an entry without a state, which listings skip and the sweep removes.
-        let listed = listing_key(&owner, now_micros(), &record.id);
-        async {
-            self.store.put(&listed, &[]).await?;
-            self.store
-                .put(&state_key(&record.id), &state.encode())
-                .await
-        }
-        .instrument(step!("store_state"))
-        .await
-        .map_err(ServiceError::store)?;
+        let flushing = self.store_start(&mut record, &state).await?;
         self.link_request(owner, &request_id, record.id).await?;
         if request_id.cancelled_early {
             return self.cancel_now(record, state).await;
@@ -120,11 +110,59 @@ impl Service {
             .engine
             .start(&mut record)
             .instrument(step!("run"))
-            .await
-            .map_err(|e| ServiceError::Unavailable(e.to_string()))?;
+            .await;
+        let step = match step {
+            Ok(step) => step,
+            Err(error) => {
+                self.release(&record.id, &state).await;
+                return Err(ServiceError::Unavailable(error.to_string()));
+            }
+        };
         metrics::histogram!("baton_start_to_pause_seconds").record(started.elapsed().as_secs_f64());
-        self.settle(record, state, step)
+        self.settle(record, state, step, flushing)
             .instrument(step!("settle"))
             .await
+    }
+
+    /// Stores a new execution, running: its listing entry, its record's
+    /// start and progress, then its state, in that order (so a crash that
+    /// keeps the state keeps the record; an entry without a state is
+    /// skipped by listings and removed by the sweep), and begins their
+    /// flush, which runs while the code does. An execution without tools
+    /// cannot pause, and a store that does not flush while code runs
+    /// ([`crate::store::Store::flush_while_running`]) flushes its pause:
+    /// then the record is not stored, nothing is flushed.
+    async fn store_start(
+        &self,
+        record: &mut ExecutionRecord,
+        state: &ExecState,
+    ) -> Result<Claimed, ServiceError> {
+        let listed = listing_key(&state.owner, now_micros(), &record.id);
+        let can_pause = !record.tools.is_empty();
+        let parts = match can_pause && self.store.flush_while_running() {
+            true => Some(
+                record
+                    .new_parts()
+                    .map_err(|e| ServiceError::Corrupt(e.to_string()))?,
+            ),
+            false => None,
+        };
+        let state_bytes = state.encode();
+        let mut writes = vec![(listed, &[][..])];
+        if let Some(parts) = &parts {
+            writes.extend(part_writes(&record.id, parts));
+        }
+        writes.push((state_key(&record.id), &state_bytes));
+        let puts: Vec<(&[u8], &[u8])> = writes.iter().map(|(k, v)| (k.as_slice(), *v)).collect();
+        self.store
+            .put_all(&puts)
+            .instrument(step!("store_state"))
+            .await
+            .map_err(ServiceError::store)?;
+        let Some(parts) = parts else {
+            return Ok(Claimed::Nothing);
+        };
+        record.mark_stored(&parts);
+        Ok(Claimed::Flushing(self.durability.begin()))
     }
 }

@@ -14,12 +14,13 @@ use crate::quota::{Item, KeyUsage};
 use crate::state::{
     EARLY_CANCELS, EarlyCancel, ExecState, LISTINGS, NODES, OUTCOMES, PROGRESS, RECORDS,
     REQUEST_LINKS, ROUNDS, RequestLink, STATES, Status, id_after_prefix, id_of_state_key,
-    outcome_key, record_key, state_key,
+    outcome_key,
 };
 
 use super::Service;
 use super::error::ServiceError;
 use super::records::slices;
+use super::recovery::{Orphan, Replay};
 
 /// What one round of [`Service::upkeep`] did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -27,7 +28,7 @@ pub struct Upkept {
     /// Children ended: parked ones whose executions went on elsewhere,
     /// running ones whose executions were cancelled elsewhere.
     pub evicted: usize,
-    /// Rounds of dead nodes paused again.
+    /// Rounds of dead nodes paused again (or failed).
     pub recovered: usize,
     /// Expired executions deleted (0 when another node swept).
     pub swept: usize,
@@ -83,10 +84,10 @@ struct PassDone {
 
 impl Service {
     /// At start-up: rounds left running by a dead node (a previous process
-    /// of this server, or another node that shares the store) become
-    /// paused again (failed when the execution has no record: it died
-    /// starting), and what each key stores is counted; one read of the
-    /// states. Returns how many rounds were put back.
+    /// of this server, or another node that shares the store) are
+    /// recovered (`recovery`: paused again, failed, or left to be run again
+    /// by the next continuation), and what each key stores is counted; one
+    /// read of the states. Returns how many rounds were put back.
     pub async fn recover_and_count(&self) -> Result<usize, ServiceError> {
         let done = self
             .pass_over_states(StatePass {
@@ -113,16 +114,25 @@ impl Service {
                 continue;
             };
             let mut state = ExecState::decode(&bytes);
-            if let (true, Some(stored)) = (pass.recover, &state)
-                && let Some((_, next)) = self.put_back_if_orphaned(&id, &bytes, stored).await?
-            {
-                done.recovered += 1;
-                state = Some(next);
+            // A round left to be run again expires as a paused one does.
+            let mut left = false;
+            if let (true, Some(stored)) = (pass.recover, &state) {
+                match self
+                    .recover_orphan(&id, &bytes, stored, Replay::Later)
+                    .await?
+                {
+                    Orphan::Recovered(_, next) => {
+                        done.recovered += 1;
+                        state = Some(next);
+                    }
+                    Orphan::Left => left = true,
+                    Orphan::No => {}
+                }
             }
             let expired = |now| {
                 state
                     .as_ref()
-                    .is_none_or(|s| s.expires_at <= now && s.status != Status::Running)
+                    .is_none_or(|s| s.expires_at <= now && (s.status != Status::Running || left))
             };
             if pass.sweep_at.is_some_and(expired) {
                 self.delete_expired(&id, key).await?;
@@ -134,48 +144,6 @@ impl Service {
             }
         }
         Ok(done)
-    }
-
-    /// When `state` (stored as `bytes`) is a round left running by a dead
-    /// node, puts it back to paused (failed without a record) by a
-    /// compare-and-swap, and returns what it stored; `None` when the state
-    /// is not orphaned or changed meanwhile.
-    pub(super) async fn put_back_if_orphaned(
-        &self,
-        id: &[u8; 16],
-        bytes: &[u8],
-        state: &ExecState,
-    ) -> Result<Option<(Vec<u8>, ExecState)>, ServiceError> {
-        if state.status != Status::Running
-            || self
-                .store
-                .node_alive(state.node)
-                .await
-                .map_err(ServiceError::store)?
-        {
-            return Ok(None);
-        }
-        let has_record = self
-            .store
-            .get(&record_key(id))
-            .await
-            .map_err(ServiceError::store)?
-            .is_some();
-        let next = ExecState {
-            status: if has_record {
-                Status::Paused
-            } else {
-                Status::Failed
-            },
-            ..state.clone()
-        };
-        let next_bytes = next.encode();
-        let swapped = self
-            .store
-            .compare_and_swap(&state_key(id), Some(bytes), Some(&next_bytes))
-            .await
-            .map_err(ServiceError::store)?;
-        Ok(swapped.is_ok().then_some((next_bytes, next)))
     }
 
     /// Counts what each key stores (its executions' records and outcomes,

@@ -20,7 +20,9 @@
 //! has finished, and callers that arrive while a flush runs share the next
 //! one. Invariant: when `durable()` returns `Ok`, every write made before the
 //! call is on disk. [`Durability::soon`] asks for the same flush without
-//! waiting for it (writes whose loss in a crash the protocol tolerates).
+//! waiting for it (writes whose loss in a crash the protocol tolerates),
+//! and [`Durability::begin`] starts it to be waited for later (a claim's
+//! flush runs while the child runs).
 
 mod large_values;
 mod postgres_store;
@@ -140,6 +142,35 @@ pub trait Store: Send + Sync {
         head_len: usize,
         limit: usize,
     ) -> Result<Vec<Head>, StoreError>;
+    /// Sets every key, in order, at least as durably as one `put` after
+    /// the other: once a later key's value survives a crash, every earlier
+    /// one does too (a store may apply them atomically, in one round trip).
+    async fn put_all(&self, puts: &[(&[u8], &[u8])]) -> Result<(), StoreError> {
+        for (key, value) in puts {
+            self.put(key, value).await?;
+        }
+        Ok(())
+    }
+    /// Sets `key` to `new` if it holds `expected` (a compare-and-swap of a
+    /// small value), and then, only if it did, sets `puts` as
+    /// [`Store::put_all`] does: a crash may keep the swap without the puts,
+    /// never the puts without the swap (a store may apply all atomically).
+    /// Cheaper than a guarded batch where a batch is a transaction.
+    async fn swap_then_put(
+        &self,
+        key: &[u8],
+        expected: &[u8],
+        new: &[u8],
+        puts: &[(&[u8], &[u8])],
+    ) -> CasResult {
+        if let Err(conflict) = self
+            .compare_and_swap(key, Some(expected), Some(new))
+            .await?
+        {
+            return Ok(Err(conflict));
+        }
+        self.put_all(puts).await.map(Ok)
+    }
     /// Applies puts and deletes atomically.
     async fn apply_batch(
         &self,
@@ -161,6 +192,14 @@ pub trait Store: Send + Sync {
     /// process always does.
     async fn check(&self) -> Result<(), StoreError> {
         Ok(())
+    }
+    /// Whether a step should store what it follows from (a round's
+    /// results, a start's record) before its code runs, so that their
+    /// flush runs while the code does: worth it where a write costs little
+    /// next to a flush (the embedded store); not where the extra writes
+    /// cost a round trip as long as the flush they would hide (PostgreSQL).
+    fn flush_while_running(&self) -> bool {
+        true
     }
     /// Whether other servers may use this store at the same time.
     fn shared(&self) -> bool {
@@ -331,6 +370,17 @@ pub struct Durability {
     commits: Arc<std::sync::Mutex<Commits>>,
 }
 
+/// A flush under way ([`Durability::begin`]).
+pub struct Flushing(tokio::task::JoinHandle<Result<(), StoreError>>);
+
+impl Flushing {
+    /// Waits until the flush is done: every write made before it began is
+    /// on disk when this returns `Ok`.
+    pub async fn wait(self) -> Result<(), StoreError> {
+        self.0.await.unwrap_or(Err(StoreError::FlusherStopped))
+    }
+}
+
 /// The callers a leader's flush covers, handed on to a new leader if the
 /// flush's task is dropped before it answers them.
 struct Covered<'a> {
@@ -357,6 +407,21 @@ impl Durability {
             store,
             commits: Arc::default(),
         }
+    }
+
+    /// Starts a flush of every write made before this call in a task of
+    /// its own and returns at once: the disk works while the caller goes
+    /// on, and [`Flushing::wait`] waits for it (a caller that goes away
+    /// leaves the flush to finish).
+    pub fn begin(&self) -> Flushing {
+        let durability = self.clone();
+        // On a thread of the blocking pool, not a runtime worker: a worker
+        // may be the thread the caller's child preempts next, and the
+        // flush must be under way before then.
+        let runtime = tokio::runtime::Handle::current();
+        Flushing(tokio::task::spawn_blocking(move || {
+            runtime.block_on(durability.durable())
+        }))
     }
 
     /// Asks for a flush of every write made before this call, without

@@ -356,6 +356,21 @@ pub(crate) fn weather_tools() -> Value {
     ])
 }
 
+/// A counter of a server's `/metrics` (`name` with its labels, as it is
+/// printed; 0 when it has not counted yet).
+pub(crate) fn counter(server: &Server, name: &str) -> f64 {
+    server
+        .get_text("/metrics")
+        .lines()
+        .find_map(|line| {
+            let rest = line.strip_prefix(name)?;
+            rest.starts_with(' ')
+                .then(|| rest.trim().parse::<f64>().ok())
+                .flatten()
+        })
+        .unwrap_or(0.0)
+}
+
 /// The tool answers of the HTTP tests.
 pub(crate) fn answer(call: &Value) -> Value {
     let name = call["name"].as_str().unwrap_or_default();
