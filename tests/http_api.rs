@@ -450,11 +450,15 @@ fn sigkill_between_rounds_loses_nothing() {
 }
 
 /// Each round's call depends on the seeded random numbers and on the
-/// round before, and each round prints the next call's city.
+/// round before, and each round prints the next call's city. A round
+/// sleeps before its call, so that the flush its claim began is over
+/// before its pause is written (the flush takes every write made before it
+/// runs: one that started late would take the pause too).
 const CHAINED_ROUNDS: &str = "\
-import random
+import random, time
 city = 'Oslo'
 for i in range(3):
+    time.sleep(0.5)
     w = await get_weather(city=city)
     city = f\"{w['city'][:4]}-{random.randint(0, 10**6)}\"
     print(i, city)
@@ -477,8 +481,8 @@ fn called_city(reply: &Value) -> String {
 #[test]
 fn a_pause_lost_with_its_server_is_reached_again_by_running_its_round_again() {
     let (_dir, mut server) = server(&[]);
-    // Once with a retry of the continuation before the kill, once with the
-    // token handed out before the kill.
+    // Once with a retry of the continuation before the kill first, once
+    // with only the token handed out before the kill.
     for retry_first in [true, false] {
         let first = start(&server, CHAINED_ROUNDS);
         let (status, second) = continue_(&server, &first, answers(&first));
@@ -497,11 +501,20 @@ fn a_pause_lost_with_its_server_is_reached_again_by_running_its_round_again() {
             assert_eq!(retried["tool_calls"], second["tool_calls"]);
             assert!(retried["continuation_token"].is_string(), "{retried}");
         }
-        let third = {
-            let (status, third) = continue_(&server, &second, answers(&second));
-            assert_eq!(status, 200, "{third}");
-            third
-        };
+        // Two at once with the token handed out before the kill: one runs
+        // the lost round again and claims the next, the other waits for
+        // it and gets the same answer.
+        let (one, two) = std::thread::scope(|scope| {
+            let send = || scope.spawn(|| continue_(&server, &second, answers(&second)));
+            let (one, two) = (send(), send());
+            (one.join(), two.join())
+        });
+        let ((status_one, third), (status_two, same)) = (
+            one.unwrap_or_else(|_| panic!("a client panicked")),
+            two.unwrap_or_else(|_| panic!("a client panicked")),
+        );
+        assert_eq!((status_one, status_two), (200, 200), "{third} {same}");
+        assert_eq!(third["tool_calls"], same["tool_calls"]);
         assert_eq!(counter(&server, "baton_rounds_run_again_total"), 1.0);
         let (status, done) = continue_(&server, &third, answers(&third));
         assert_eq!(status, 200, "{done}");

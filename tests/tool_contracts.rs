@@ -316,11 +316,10 @@ fn the_history_lists_every_call_also_across_a_restart() {
         "{reply}"
     );
     for call in &history {
-        if call["round"] == 2 {
-            // Its pause went with the killed server (a pause is flushed
-            // with the next flush); the round was run again to it, and
-            // when it was first made is not known.
-            assert!(call["client_ms"].is_null(), "{call}");
+        // Round 2's pause may have gone with the killed server (a pause is
+        // flushed with the next flush): then the round was run again to
+        // it, and when it was first made is not known.
+        if call["round"] == 2 && call["client_ms"].is_null() {
             continue;
         }
         let took = call["client_ms"].as_u64().unwrap_or(0);
