@@ -527,6 +527,46 @@ fn a_pause_lost_with_its_server_is_reached_again_by_running_its_round_again() {
     }
 }
 
+/// A round left by a dead server, to be run again, is not kept forever: if
+/// no client comes for it, the sweep deletes it once the token of the
+/// pause it leads to has expired (its budget, the watchdog's grace and the
+/// pause's time to live after its claim).
+#[test]
+fn a_round_left_to_run_again_expires_like_a_pause() {
+    let flags = ["--paused-ttl-secs", "1", "--sweep-secs", "1"];
+    let (_dir, mut server) = server(&flags);
+    let (status, first) = server.post(
+        "/exec/programmatic",
+        &json!({"code": CHAINED_ROUNDS, "tools": weather_tools(), "timeout": 2000}),
+    );
+    assert_eq!(status, 200, "{first}");
+    let (status, second) = continue_(&server, &first, answers(&first));
+    assert_eq!(status, 200, "{second}");
+    let claimed = std::time::Instant::now();
+    server.restart();
+    let id = second["execution_id"].as_str().unwrap_or_default();
+    let inspect = format!("/executions/{id}");
+    let status = || server.get(&inspect, Some(KEY)).0;
+    assert_eq!(server.get(&inspect, Some(KEY)).1["status"], "running");
+    // Kept while the token of the lost pause may be held...
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(status(), 200, "swept before the lost pause's token expired");
+    // ...and gone within a sweep of that (about 1 + 10 + 1 s after the claim).
+    while status() == 200 {
+        assert!(
+            claimed.elapsed() < Duration::from_secs(40),
+            "a round left to run again was never swept"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert_eq!(status(), 404);
+    assert!(
+        claimed.elapsed() >= Duration::from_secs(10),
+        "{:?}",
+        claimed.elapsed()
+    );
+}
+
 #[test]
 fn sigkill_during_a_run_keeps_the_last_pause() {
     let (_dir, mut server) = server(&[]);

@@ -231,6 +231,7 @@ impl Service {
             status: Status::Running,
             answered: Some(Answered { round, digest }),
             node: self.store.node(),
+            expires_at: self.running_expires_at(&record),
             ..state
         };
         let claimed = self

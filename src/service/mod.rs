@@ -65,6 +65,25 @@ pub const EARLY_CANCEL_SECS: u64 = 60;
 /// The run-time budget a request may ask for, milliseconds.
 pub const TIMEOUT_RANGE_MS: std::ops::RangeInclusive<u64> = 1000..=300_000;
 
+/// How long a round may run past the budget it has left (the watchdog's
+/// grace and the reply), seconds, generously.
+const ROUND_OVERRUN_SECS: u64 = 10;
+
+impl Service {
+    /// When the state of a round of `record` claimed (or started) now
+    /// expires: not before the token of the pause it leads to, handed out
+    /// at most the budget `record` has left later (a round left by a dead
+    /// node is swept at this time, so a client that still holds that token
+    /// finds it until then).
+    fn running_expires_at(&self, record: &crate::journal::ExecutionRecord) -> u64 {
+        let budget_secs = record
+            .timeout_ms
+            .saturating_sub(record.used_ms)
+            .div_ceil(1000);
+        now_secs() + budget_secs + ROUND_OVERRUN_SECS + self.config.paused_ttl_secs
+    }
+}
+
 /// Settings of the service.
 #[derive(Clone, Debug)]
 pub struct ServiceConfig {

@@ -11,7 +11,7 @@ use super::error::ServiceError;
 use super::messages::{FileRef, Reply, StartRequest};
 use super::records::part_writes;
 use super::settle::Claimed;
-use super::{Service, now_micros, now_secs};
+use super::{Service, now_micros};
 
 impl Service {
     /// Loads the files a start request names, as the workspace to start with.
@@ -95,7 +95,7 @@ impl Service {
             status: Status::Running,
             round: 0,
             owner,
-            expires_at: now_secs() + self.config.paused_ttl_secs,
+            expires_at: self.running_expires_at(&record),
             answered: None,
             node: self.store.node(),
         };

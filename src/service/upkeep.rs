@@ -114,20 +114,34 @@ impl Service {
                 continue;
             };
             let mut state = ExecState::decode(&bytes);
-            // A round left to be run again expires as a paused one does.
+            // A round left by a dead node (to be run again) expires as a
+            // paused one does; a live node's never.
             let mut left = false;
-            if let (true, Some(stored)) = (pass.recover, &state) {
-                match self
-                    .recover_orphan(&id, &bytes, stored, Replay::Later)
-                    .await?
-                {
-                    Orphan::Recovered(_, next) => {
-                        done.recovered += 1;
-                        state = Some(next);
+            match &state {
+                Some(stored) if pass.recover => {
+                    match self
+                        .recover_orphan(&id, &bytes, stored, Replay::Later)
+                        .await?
+                    {
+                        Orphan::Recovered(_, next) => {
+                            done.recovered += 1;
+                            state = Some(next);
+                        }
+                        Orphan::Left => left = true,
+                        Orphan::No => {}
                     }
-                    Orphan::Left => left = true,
-                    Orphan::No => {}
                 }
+                Some(stored)
+                    if stored.status == Status::Running
+                        && pass.sweep_at.is_some_and(|now| stored.expires_at <= now) =>
+                {
+                    left = !self
+                        .store
+                        .node_alive(stored.node)
+                        .await
+                        .map_err(ServiceError::store)?;
+                }
+                _ => {}
             }
             let expired = |now| {
                 state
