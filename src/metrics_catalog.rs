@@ -111,7 +111,7 @@ fn describe() {
     describe_histogram!(
         "baton_pause_durable_seconds",
         Unit::Seconds,
-        "From a step's store write to its flush to disk (group commit): pauses, and ends that name files."
+        "From a step's store write to the flush its reply waits for (group commit; on the embedded store a pause waits for its claim's flush, begun before its code ran): pauses, and ends that name files."
     );
     describe_histogram!(
         "baton_store_flush_group_size",

@@ -32,7 +32,7 @@ use crate::token::TokenError;
 
 use super::error::ServiceError;
 use super::messages::{Reply, ToolResult};
-use super::records::part_writes;
+use super::records::{borrowed, part_writes};
 use super::recovery::{Orphan, Replay};
 use super::request_ids::RequestId;
 use super::settle::Claimed;
@@ -248,26 +248,39 @@ impl Service {
             }
         };
         let started = std::time::Instant::now();
-        let resumed = self
-            .engine
-            .resume_answered(&mut record)
-            .instrument(step!("resume"))
-            .await;
-        let (step, kind) = match resumed {
-            Ok(done) => done,
-            Err(error) => {
-                self.release(&id, &running).await;
-                return Err(ServiceError::Unavailable(error.to_string()));
-            }
-        };
+        let step = self.run_answered(&running, &mut record).await?;
         metrics::histogram!("baton_resume_to_pause_seconds")
             .record(started.elapsed().as_secs_f64());
-        if kind == ResumeKind::Cold {
-            metrics::counter!("baton_cold_resumes_total").increment(1);
-        }
         self.settle(record, running, step, claimed)
             .instrument(step!("settle"))
             .await
+    }
+
+    /// Runs the round `record` was answered in, claimed as `running`, to
+    /// its pause or end (counting a cold resume); an engine that cannot
+    /// run it gives the round up to be run again ([`Service::release`]).
+    pub(super) async fn run_answered(
+        &self,
+        running: &ExecState,
+        record: &mut ExecutionRecord,
+    ) -> Result<crate::engine::Step, ServiceError> {
+        let resumed = self
+            .engine
+            .resume_answered(record)
+            .instrument(step!("resume"))
+            .await;
+        match resumed {
+            Ok((step, kind)) => {
+                if kind == ResumeKind::Cold {
+                    metrics::counter!("baton_cold_resumes_total").increment(1);
+                }
+                Ok(step)
+            }
+            Err(error) => {
+                self.release(&record.id, running).await;
+                Err(ServiceError::Unavailable(error.to_string()))
+            }
+        }
     }
 
     /// The answer to a continuation of `round` that cannot claim it: when
@@ -405,7 +418,7 @@ impl Service {
             .new_parts()
             .map_err(|e| ServiceError::Corrupt(e.to_string()))?;
         let writes = part_writes(id, &parts);
-        let puts: Vec<(&[u8], &[u8])> = writes.iter().map(|(k, v)| (k.as_slice(), *v)).collect();
+        let puts = borrowed(&writes);
         let swapped = self
             .store
             .swap_then_put(&state_key(id), expected, &running.encode(), &puts)

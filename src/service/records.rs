@@ -210,6 +210,11 @@ pub(super) fn part_writes<'a>(id: &[u8; 16], parts: &'a NewParts) -> Vec<(Vec<u8
     writes
 }
 
+/// Borrowed views of owned keys and borrowed values, as a write takes them.
+pub(super) fn borrowed<'a>(writes: &'a [(Vec<u8>, &'a [u8])]) -> Vec<(&'a [u8], &'a [u8])> {
+    writes.iter().map(|(k, v)| (k.as_slice(), *v)).collect()
+}
+
 /// Borrowed views of owned keys, as a batch takes them.
 pub(super) fn slices(keys: &[Vec<u8>]) -> Vec<&[u8]> {
     keys.iter().map(Vec::as_slice).collect()

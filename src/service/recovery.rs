@@ -22,16 +22,12 @@
 //! - Upkeep ([`Replay::Later`]) runs no code: it leaves such a round to
 //!   the next continuation, and lets it expire like a paused one.
 
-use crate::engine::ResumeKind;
 use crate::journal::ExecutionRecord;
 use crate::state::{ExecState, Status, state_key};
-use crate::timing::step;
 
 use super::Service;
 use super::error::ServiceError;
 use super::settle::Claimed;
-
-use tracing::Instrument;
 
 /// Whether recovering a round may run it again now.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -142,22 +138,7 @@ impl Service {
         }
         tracing::info!(execution = %record.id_hex(), round = state.round, "running a round again after its node died");
         metrics::counter!("baton_rounds_run_again_total").increment(1);
-        let resumed = self
-            .engine
-            .resume_answered(&mut record)
-            .instrument(step!("resume"))
-            .await;
-        let step = match resumed {
-            Ok((step, ResumeKind::Cold)) => {
-                metrics::counter!("baton_cold_resumes_total").increment(1);
-                step
-            }
-            Ok((step, ResumeKind::Hot)) => step,
-            Err(error) => {
-                self.release(id, &running).await;
-                return Err(ServiceError::Unavailable(error.to_string()));
-            }
-        };
+        let step = self.run_answered(&running, &mut record).await?;
         self.settle(record, running, step, Claimed::RunAgain)
             .await?;
         let (bytes, state) = self.load_state(id, state.owner).await?;

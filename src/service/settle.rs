@@ -35,7 +35,7 @@ use crate::workspace::FileMeta;
 
 use super::error::ServiceError;
 use super::messages::{Reply, cancelled_reply};
-use super::records::{part_writes, slices};
+use super::records::{borrowed, part_writes, slices};
 use super::{Service, now_millis, now_secs};
 
 /// What was done for a step before its code ran.
@@ -94,24 +94,18 @@ impl Service {
             .await
             .map_err(ServiceError::store)?
             .map_err(|_changed| ServiceError::Cancelled)?;
-        match flush {
-            Flush::BeforeReply => {
-                self.durability
-                    .durable()
-                    .instrument(step!("flush"))
-                    .await
-                    .map_err(ServiceError::store)?;
+        let flushed = match flush {
+            Flush::BeforeReply => Some(self.durability.durable().instrument(step!("flush")).await),
+            Flush::Begun(claim) => Some(claim.wait().instrument(step!("flush")).await),
+            Flush::AfterReply => {
+                self.durability.soon();
+                None
             }
-            Flush::Begun(claim) => {
-                claim
-                    .wait()
-                    .instrument(step!("flush"))
-                    .await
-                    .map_err(ServiceError::store)?;
-                metrics::histogram!("baton_pause_durable_seconds")
-                    .record(began.elapsed().as_secs_f64());
-            }
-            Flush::AfterReply => self.durability.soon(),
+        };
+        if let Some(flushed) = flushed {
+            flushed.map_err(ServiceError::store)?;
+            metrics::histogram!("baton_pause_durable_seconds")
+                .record(began.elapsed().as_secs_f64());
         }
         self.usage.set(
             Item::Execution(stored.id),
@@ -271,7 +265,7 @@ impl Service {
         let state_bytes = paused.encode();
         let mut writes = part_writes(&record.id, parts);
         writes.push((state_key(&record.id), &state_bytes));
-        let puts: Vec<(&[u8], &[u8])> = writes.iter().map(|(k, v)| (k.as_slice(), *v)).collect();
+        let puts = borrowed(&writes);
         self.write_batch(
             state,
             &puts,

@@ -9,7 +9,7 @@ use crate::timing::step;
 
 use super::error::ServiceError;
 use super::messages::{FileRef, Reply, StartRequest};
-use super::records::part_writes;
+use super::records::{borrowed, part_writes};
 use super::settle::Claimed;
 use super::{Service, now_micros};
 
@@ -139,13 +139,14 @@ impl Service {
     ) -> Result<Claimed, ServiceError> {
         let listed = listing_key(&state.owner, now_micros(), &record.id);
         let can_pause = !record.tools.is_empty();
-        let parts = match can_pause && self.store.flush_while_running() {
-            true => Some(
+        let parts = if can_pause && self.store.flush_while_running() {
+            Some(
                 record
                     .new_parts()
                     .map_err(|e| ServiceError::Corrupt(e.to_string()))?,
-            ),
-            false => None,
+            )
+        } else {
+            None
         };
         let state_bytes = state.encode();
         let mut writes = vec![(listed, &[][..])];
@@ -153,7 +154,7 @@ impl Service {
             writes.extend(part_writes(&record.id, parts));
         }
         writes.push((state_key(&record.id), &state_bytes));
-        let puts: Vec<(&[u8], &[u8])> = writes.iter().map(|(k, v)| (k.as_slice(), *v)).collect();
+        let puts = borrowed(&writes);
         self.store
             .put_all(&puts)
             .instrument(step!("store_state"))
