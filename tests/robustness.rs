@@ -11,6 +11,9 @@
 //!   dead process is waited for), and the paused execution continues.
 //! - A second server on the same data directory fails with a sentence that
 //!   names `--data-dir`.
+//! - An answer given before the request's body was read (401, 404, 405)
+//!   says `connection: close` and the connection is closed; any other
+//!   answer leaves it open for the next request.
 
 mod common;
 
@@ -394,4 +397,93 @@ fn a_second_server_on_the_same_data_directory_names_the_flag() {
     let waited = started.elapsed();
     assert!(waited >= Duration::from_secs(4), "gave up after {waited:?}");
     assert!(waited < Duration::from_secs(30), "waited {waited:?}");
+}
+
+/// Reads one HTTP/1.1 answer (its head and its `content-length` body)
+/// from `stream`: (status line and headers in lower case, body).
+fn read_one_answer(stream: &mut std::net::TcpStream) -> (String, Vec<u8>) {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    let mut byte = [0u8; 1];
+    while !bytes.ends_with(b"\r\n\r\n") {
+        match stream.read(&mut byte) {
+            Ok(1) => bytes.push(byte[0]),
+            other => panic!("the answer's head ended early ({other:?}): {bytes:?}"),
+        }
+    }
+    let head = String::from_utf8_lossy(&bytes).to_lowercase();
+    let length = head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length:"))
+        .and_then(|value| value.trim().parse::<usize>().ok())
+        .unwrap_or_else(|| panic!("no content-length: {head}"));
+    let mut body = vec![0u8; length];
+    stream
+        .read_exact(&mut body)
+        .unwrap_or_else(|e| panic!("{e}"));
+    (head, body)
+}
+
+/// Whether `stream` was closed by the server (a read gives end of file or
+/// a reset within the timeout).
+fn closed_by_server(stream: &mut std::net::TcpStream) -> bool {
+    use std::io::Read;
+    let mut byte = [0u8; 1];
+    matches!(stream.read(&mut byte), Ok(0) | Err(_))
+}
+
+#[test]
+fn an_answer_given_before_the_body_was_read_says_the_connection_closes() {
+    use std::io::Write;
+    let (_dir, server) = server();
+    let address = server.base.trim_start_matches("http://").to_owned();
+    let auth = format!("x-api-key: {KEY}\r\n");
+    let program = br#"{"lang": "py", "code": "print(6 * 7)"}"#;
+    // (request line, headers, expected status, whether the handler reads the body)
+    let cases = [
+        ("POST /exec/programmatic", "", "401", false),
+        ("POST /no/such/route", auth.as_str(), "404", false),
+        ("POST /health", "", "405", false),
+        ("POST /exec", auth.as_str(), "200", true),
+    ];
+    for (line, headers, status, reads_body) in cases {
+        let mut stream = std::net::TcpStream::connect(&address).unwrap_or_else(|e| panic!("{e}"));
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let head = format!(
+            "{line} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n{headers}content-length: {}\r\n\r\n",
+            program.len()
+        );
+        stream
+            .write_all(head.as_bytes())
+            .unwrap_or_else(|e| panic!("{e}"));
+        // The body comes late: a handler that does not read it answers first.
+        std::thread::sleep(Duration::from_millis(200));
+        let _ = stream.write_all(program);
+        let (answer, body) = read_one_answer(&mut stream);
+        assert!(
+            answer.starts_with(&format!("http/1.1 {status}")),
+            "{line}: {answer}"
+        );
+        let says_close = answer.contains("\r\nconnection: close\r\n");
+        if reads_body {
+            assert!(!says_close, "{line}: a read body closed: {answer}");
+            assert!(String::from_utf8_lossy(&body).contains("42"), "{line}");
+        }
+        if says_close {
+            assert!(
+                closed_by_server(&mut stream),
+                "{line}: said close, kept open"
+            );
+            continue;
+        }
+        // Not said: the connection must carry the next request.
+        let next = "GET /health HTTP/1.1\r\nhost: x\r\n\r\n";
+        stream
+            .write_all(next.as_bytes())
+            .unwrap_or_else(|e| panic!("{line}: the next request: {e}"));
+        let (answer, _) = read_one_answer(&mut stream);
+        assert!(answer.starts_with("http/1.1 200"), "{line}, then: {answer}");
+    }
 }

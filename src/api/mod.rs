@@ -16,6 +16,7 @@ pub mod forward;
 pub mod openapi;
 pub mod request;
 mod request_log;
+mod unread_body;
 pub mod views;
 
 use std::sync::Arc;
@@ -137,6 +138,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))
+        .layer(axum::middleware::from_fn(unread_body::close_if_unread))
         .with_state(state)
 }
 
