@@ -206,24 +206,8 @@ impl SledStore {
         puts: &[(&[u8], &[u8])],
         deletes: &[&[u8]],
     ) -> CasResult {
-        let mut stored = Vec::with_capacity(puts.len());
-        for (key, value) in puts {
-            stored.push((*key, self.stored_form(value)?, *value));
-        }
-        let written: Vec<u64> = stored
-            .iter()
-            .filter_map(|(_, pointer, _)| pointer.as_ref().and_then(|p| Pointer::decode(p)))
-            .map(|p| p.file)
-            .collect();
-        if !written.is_empty() {
-            self.large.sync_dir()?;
-        }
-        let mut changes: Vec<Change<'_>> = stored
-            .iter()
-            .map(|(key, pointer, value)| {
-                Change::Put(key, pointer.as_ref().map_or(*value, |p| &p[..]))
-            })
-            .collect();
+        let (stored, written) = self.stored_forms(puts)?;
+        let mut changes = put_changes(&stored);
         changes.extend(deletes.iter().map(|key| Change::Delete(key)));
         let replaced = self.logged(&changes, || {
             transaction(&self.db, |tx| {
@@ -245,7 +229,72 @@ impl SledStore {
                 Ok(replaced)
             })
         });
-        match replaced {
+        self.reclaim(replaced, &written)
+    }
+
+    /// Puts in order, after a compare-and-swap of a small value if `swap`
+    /// (key, expected, new) is given and only if it succeeds: plain
+    /// inserts, one log record and one sequence number for all, no
+    /// transaction. sled recovers a prefix of its changes, so a crash
+    /// keeps a prefix of these (the swap first), and the log record
+    /// completes it once flushed.
+    fn ordered(&self, swap: Option<(&[u8], &[u8], &[u8])>, puts: &[(&[u8], &[u8])]) -> CasResult {
+        let (stored, written) = self.stored_forms(puts)?;
+        let mut changes = Vec::with_capacity(puts.len() + 1);
+        changes.extend(swap.map(|(key, _, new)| Change::Put(key, new)));
+        changes.extend(put_changes(&stored));
+        let replaced = self.logged(&changes, || {
+            if let Some((key, expected, new)) = swap {
+                let swapped = self
+                    .db
+                    .compare_and_swap(key, Some(expected), Some(new))
+                    .map_err(database)?;
+                if let Err(conflict) = swapped {
+                    return Ok(Err(CasConflict {
+                        current: conflict.current.map(|v| v.to_vec()),
+                    }));
+                }
+            }
+            let mut replaced = Vec::with_capacity(stored.len());
+            for change in &changes[usize::from(swap.is_some())..] {
+                if let Change::Put(key, form) = change {
+                    replaced.push(self.db.insert(*key, *form).map_err(database)?);
+                }
+            }
+            Ok(Ok(replaced))
+        });
+        self.reclaim(replaced, &written)
+    }
+
+    /// The stored forms of `puts` (large values written to their files,
+    /// and the directory synced), and the files written.
+    fn stored_forms<'a>(
+        &self,
+        puts: &[(&'a [u8], &'a [u8])],
+    ) -> Result<(Vec<StoredPut<'a>>, Vec<u64>), StoreError> {
+        let mut stored = Vec::with_capacity(puts.len());
+        for (key, value) in puts {
+            stored.push((*key, self.stored_form(value)?, *value));
+        }
+        let written: Vec<u64> = stored
+            .iter()
+            .filter_map(|(_, pointer, _)| pointer.as_ref().and_then(|p| Pointer::decode(p)))
+            .map(|p| p.file)
+            .collect();
+        if !written.is_empty() {
+            self.large.sync_dir()?;
+        }
+        Ok((stored, written))
+    }
+
+    /// After a change: the files of the values it replaced are reclaimed
+    /// after the next flush; if it did not apply, the files it wrote now.
+    fn reclaim(
+        &self,
+        outcome: Result<Result<Vec<Option<sled::IVec>>, CasConflict>, StoreError>,
+        written: &[u64],
+    ) -> CasResult {
+        match outcome {
             Ok(Ok(replaced)) => {
                 for old in &replaced {
                     self.large.superseded(old.as_deref());
@@ -253,15 +302,26 @@ impl SledStore {
                 Ok(Ok(()))
             }
             Ok(Err(conflict)) => {
-                self.large.delete(&written);
+                self.large.delete(written);
                 Ok(Err(conflict))
             }
             Err(error) => {
-                self.large.delete(&written);
+                self.large.delete(written);
                 Err(error)
             }
         }
     }
+}
+
+/// A put's key, its pointer if its value went to a file, and its value.
+type StoredPut<'a> = (&'a [u8], Option<[u8; 24]>, &'a [u8]);
+
+/// The log's changes for stored puts: each key with its stored form.
+fn put_changes<'a>(stored: &'a [StoredPut<'a>]) -> Vec<Change<'a>> {
+    stored
+        .iter()
+        .map(|(key, pointer, value)| Change::Put(key, pointer.as_ref().map_or(*value, |p| &p[..])))
+        .collect()
 }
 
 fn open_db(path: &Path) -> Result<sled::Db, StoreError> {
@@ -372,18 +432,29 @@ impl SledStore {
 
     /// Sets `key`.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
-        let pointer = self.stored_form(value)?;
-        if pointer.is_some() {
-            self.large.sync_dir()?;
+        self.put_all(&[(key, value)])
+    }
+
+    /// [`Store::put_all`]: plain inserts in order, one log record.
+    pub fn put_all(&self, puts: &[(&[u8], &[u8])]) -> Result<(), StoreError> {
+        self.ordered(None, puts)?
+            .map_err(|c| StoreError::Database(format!("unguarded puts reported a conflict: {c:?}")))
+    }
+
+    /// [`Store::swap_then_put`]: the swap and the puts as one log record.
+    pub fn swap_then_put(
+        &self,
+        key: &[u8],
+        expected: &[u8],
+        new: &[u8],
+        puts: &[(&[u8], &[u8])],
+    ) -> CasResult {
+        if is_large(expected) || is_large(new) {
+            return Err(StoreError::Database(
+                "compare-and-swap is for small values only".into(),
+            ));
         }
-        let stored = pointer.as_ref().map_or(value, |p| &p[..]);
-        let old = self
-            .logged(&[Change::Put(key, stored)], || {
-                Ok(Ok(self.db.insert(key, stored).map_err(database)?))
-            })?
-            .map_err(|c| StoreError::Database(format!("a put reported a conflict: {c:?}")))?;
-        self.large.superseded(old.as_deref());
-        Ok(())
+        self.ordered(Some((key, expected, new)), puts)
     }
 
     /// Removes `key`.
@@ -553,6 +624,20 @@ impl Store for SledStore {
         SledStore::delete(self, key)
     }
 
+    async fn put_all(&self, puts: &[(&[u8], &[u8])]) -> Result<(), StoreError> {
+        SledStore::put_all(self, puts)
+    }
+
+    async fn swap_then_put(
+        &self,
+        key: &[u8],
+        expected: &[u8],
+        new: &[u8],
+        puts: &[(&[u8], &[u8])],
+    ) -> CasResult {
+        SledStore::swap_then_put(self, key, expected, new, puts)
+    }
+
     async fn compare_and_swap(
         &self,
         key: &[u8],
@@ -674,6 +759,34 @@ mod tests {
             store
                 .apply_batch(&[(b"r/2", b"two"), (b"p/1", b"progress 2")], &[b"r/1"])
                 .unwrap();
+        } else if life == "swap" {
+            store.put(b"s/1", b"paused").unwrap();
+            let big = vec![7u8; 100_000];
+            let claimed = store
+                .swap_then_put(
+                    b"s/1",
+                    b"paused",
+                    b"running",
+                    &[(b"r/1", &big), (b"p/1", b"one")],
+                )
+                .unwrap();
+            assert_eq!(claimed, Ok(()));
+            // A second claim of the same round loses, and writes nothing.
+            let lost = store
+                .swap_then_put(
+                    b"s/1",
+                    b"paused",
+                    b"running",
+                    &[(b"r/9", &big), (b"p/1", b"nine")],
+                )
+                .unwrap();
+            assert_eq!(
+                lost,
+                Err(CasConflict {
+                    current: Some(b"running".to_vec())
+                })
+            );
+            store.flush().unwrap();
         } else {
             store.put(b"s/2", b"paused").unwrap();
             store.delete(b"s/1").unwrap();
@@ -697,6 +810,22 @@ mod tests {
             .status()
             .unwrap();
         assert!(status.success(), "life {life}: {status}");
+    }
+
+    #[test]
+    fn a_swap_then_puts_applies_only_after_its_swap_and_survives_a_process_that_dies() {
+        let dir = tempfile::tempdir().unwrap();
+        live_and_die(dir.path(), "swap");
+        let store = SledStore::open(dir.path()).unwrap();
+        assert_eq!(store.get(b"s/1").unwrap(), Some(b"running".to_vec()));
+        assert_eq!(store.get(b"r/1").unwrap(), Some(vec![7u8; 100_000]));
+        assert_eq!(store.get(b"p/1").unwrap(), Some(b"one".to_vec()));
+        assert_eq!(store.get(b"r/9").unwrap(), None);
+        // The lost claim's large value left no file behind.
+        let files = std::fs::read_dir(dir.path().join("large-values"))
+            .map(|entries| entries.count())
+            .unwrap_or(0);
+        assert_eq!(files, 1, "files of large values");
     }
 
     #[test]
