@@ -9,7 +9,9 @@
 mod common;
 
 use baton::journal::ExecutionRecord;
-use baton::state::{progress_key, record_key, round_key, rounds_prefix};
+use baton::state::{
+    ExecState, Status, progress_key, record_key, round_key, rounds_prefix, state_key,
+};
 use baton::store::SledStore;
 use common::server::{KEY, Server};
 use serde_json::{Value, json};
@@ -234,4 +236,47 @@ fn a_swept_pause_leaves_no_part_and_no_listing_entry() {
             String::from_utf8_lossy(prefix)
         );
     }
+}
+
+/// A pause writes its parts, then swaps its state from running to paused:
+/// a crash between the two leaves the round running with the pause it led
+/// to stored. That execution is paused there after a restart, and the
+/// client, which never got that pause, gets it by sending the round's
+/// continuation again; then it runs to CPython's answer.
+#[test]
+fn a_pause_stored_without_its_state_is_that_pause_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let mut server = Server::start(dir.path(), &[]);
+    let first = start(&server);
+    let id = execution_id(&first);
+    let second = continue_round(&server, &first, 1);
+    assert_eq!(second["status"], "tool_call_required", "{second}");
+    assert!(server.terminate(), "a clean stop");
+    {
+        let store = open_store(&dir);
+        let stored = value(&store, &state_key(&id));
+        let mut state = ExecState::decode(&stored).unwrap_or_else(|| panic!("no state"));
+        assert_eq!((state.status, state.round), (Status::Paused, 2));
+        state.status = Status::Running;
+        state.round = 1;
+        store
+            .put(&state_key(&id), &state.encode())
+            .unwrap_or_else(|e| panic!("{e}"));
+        store.flush().unwrap_or_else(|e| panic!("{e}"));
+    }
+    server.restart();
+    let again = continue_round(&server, &first, 1);
+    assert_eq!(again["status"], "tool_call_required", "{again}");
+    assert_eq!(again["tool_calls"], second["tool_calls"], "the same pause");
+    let (status, shown) = server.get(&format!("/executions/{}", hex::encode(id)), Some(KEY));
+    assert_eq!(
+        (status, &shown["status"]),
+        (200, &json!("paused")),
+        "{shown}"
+    );
+    let mut reply = again;
+    for round in 2..=5 {
+        reply = continue_round(&server, &reply, round);
+    }
+    assert_eq!(reply["stdout"], expected_stdout(), "{reply}");
 }

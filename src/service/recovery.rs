@@ -14,7 +14,9 @@
 //! that finds it, and leads to the same pause (the same call ids, the same
 //! results and clock); the client's token for that pause then continues it.
 //! A round whose results are not stored (a state of an earlier version)
-//! goes back to `paused`; an execution without a record, to `failed`.
+//! goes back to `paused`; one whose next pause is stored but not its
+//! state (a pause writes its parts first) is paused at that pause; an
+//! execution without a record, `failed`.
 //!
 //! Invariants:
 //! - A round a live node runs is never taken; a round is taken by one
@@ -53,9 +55,9 @@ pub(super) enum Orphan {
 enum Fate {
     /// Run again from its stored results (or start).
     RunAgain(Box<ExecutionRecord>),
-    /// Set to this status (paused: continuable from its stored pause;
-    /// failed: nothing stored to continue from).
-    Set(Status),
+    /// Set to this status at this round (paused: continuable from its
+    /// stored pause; failed: nothing stored to continue from).
+    Set(Status, u32),
 }
 
 impl Service {
@@ -77,13 +79,14 @@ impl Service {
         {
             return Ok(Orphan::No);
         }
-        let status = match self.fate(id, state).await? {
+        let (status, round) = match self.fate(id, state).await? {
             Fate::RunAgain(_) if replay == Replay::Later => return Ok(Orphan::Left),
             Fate::RunAgain(record) => return self.roll_forward(id, bytes, state, *record).await,
-            Fate::Set(status) => status,
+            Fate::Set(status, round) => (status, round),
         };
         let next = ExecState {
             status,
+            round,
             ..state.clone()
         };
         let next_bytes = next.encode();
@@ -100,16 +103,19 @@ impl Service {
 
     /// What the orphaned round of `state` becomes, from the record stored.
     async fn fate(&self, id: &[u8; 16], state: &ExecState) -> Result<Fate, ServiceError> {
+        let round = state.round;
         match self.load_record(id).await {
-            Ok(record)
-                if record.pending.is_none() && record.rounds.len() == state.round as usize =>
-            {
-                Ok(Fate::RunAgain(Box::new(record)))
-            }
+            Ok(record) if record.rounds.len() == round as usize => match record.pending {
+                None => Ok(Fate::RunAgain(Box::new(record))),
+                // The pause the round led to was stored, its state not (a
+                // pause writes its parts, then its state: `settle`):
+                // paused there; a retry of the round's continuation gets it.
+                Some(_) => Ok(Fate::Set(Status::Paused, round + 1)),
+            },
             // Paused at its last stored pause (a corrupt record says so
             // to the continuation that claims it).
-            Ok(_) | Err(ServiceError::Corrupt(_)) => Ok(Fate::Set(Status::Paused)),
-            Err(ServiceError::NotFound) => Ok(Fate::Set(Status::Failed)),
+            Ok(_) | Err(ServiceError::Corrupt(_)) => Ok(Fate::Set(Status::Paused, round)),
+            Err(ServiceError::NotFound) => Ok(Fate::Set(Status::Failed, round)),
             Err(error) => Err(error),
         }
     }

@@ -11,10 +11,15 @@
 //!   written before the reply and made durable by the next flush: a crash
 //!   that loses it leaves the round claimed with its results stored, and
 //!   the round is run again by replay (`roll_forward`), to the same pause.
-//! - What a step stores (a pause's parts and state, an end's outcome) is
-//!   written in one batch guarded by the `running` state its request set:
-//!   a cancel that came while the code ran (it changed the state) wins,
-//!   and the step stores nothing.
+//! - What a step stores is guarded by the `running` state its request
+//!   set: a cancel that came while the code ran (it changed the state)
+//!   wins. An end's outcome is one batch, and stores nothing then. A
+//!   pause writes its parts, then swaps its state from `running` to
+//!   `paused` (no transaction: [`crate::store::Store::put_then_swap`]);
+//!   after a cancel the swap fails and the parts it wrote are deleted with
+//!   the cancelled record's (`forget_parts_after_cancel`). A crash between
+//!   the two leaves the round running with the pause's parts stored: the
+//!   execution recovers as paused there (`recovery.rs`).
 //! - An end is written (one atomic batch) before its reply. One that
 //!   produced or removed files is durable before its reply too (the client
 //!   will fetch the files it names); any other is flushed right after its
@@ -64,6 +69,21 @@ enum Flush {
     AfterReply,
 }
 
+/// What a step writes, guarded by the `running` state its request set.
+enum Writes<'a> {
+    /// A pause: its parts, then its state swapped from running to `state`
+    /// (a failed swap leaves the parts: the cancel's caller deletes them).
+    Pause {
+        parts: &'a [(&'a [u8], &'a [u8])],
+        state: &'a [u8],
+    },
+    /// An end: puts and deletes in one atomic batch.
+    End {
+        puts: &'a [(&'a [u8], &'a [u8])],
+        deletes: &'a [&'a [u8]],
+    },
+}
+
 /// What an execution now stores, for the key's usage.
 struct Stored {
     id: [u8; 16],
@@ -73,25 +93,35 @@ struct Stored {
 }
 
 impl Service {
-    /// Writes `puts` and deletes `deletes` in one batch if the execution's
-    /// state is still `running` (else `Cancelled`: a cancel came while it
-    /// ran), has it flushed (`flush` says whether before returning), then
-    /// counts the execution's new size for its key.
+    /// Writes `writes` if the execution's state is still `running` (else
+    /// `Cancelled`: a cancel came while it ran), has them flushed (`flush`
+    /// says whether before returning), then counts the execution's new
+    /// size for its key.
     async fn write_batch(
         &self,
         running: &ExecState,
-        puts: &[(&[u8], &[u8])],
-        deletes: &[&[u8]],
+        writes: Writes<'_>,
         flush: Flush,
         stored: Stored,
     ) -> Result<(), ServiceError> {
         let guard_key = state_key(&stored.id);
         let guard_value = running.encode();
         let began = std::time::Instant::now();
-        self.store
-            .apply_batch_if((&guard_key, &guard_value), puts, deletes)
-            .instrument(step!("store_write"))
-            .await
+        let written = match writes {
+            Writes::Pause { parts, state } => {
+                self.store
+                    .put_then_swap(parts, &guard_key, &guard_value, state)
+                    .instrument(step!("store_write"))
+                    .await
+            }
+            Writes::End { puts, deletes } => {
+                self.store
+                    .apply_batch_if((&guard_key, &guard_value), puts, deletes)
+                    .instrument(step!("store_write"))
+                    .await
+            }
+        };
+        written
             .map_err(ServiceError::store)?
             .map_err(|_changed| ServiceError::Cancelled)?;
         let flushed = match flush {
@@ -263,13 +293,13 @@ impl Service {
             node: self.store.node(),
         };
         let state_bytes = paused.encode();
-        let mut writes = part_writes(&record.id, parts);
-        writes.push((state_key(&record.id), &state_bytes));
-        let puts = borrowed(&writes);
+        let writes = part_writes(&record.id, parts);
         self.write_batch(
             state,
-            &puts,
-            &[],
+            Writes::Pause {
+                parts: &borrowed(&writes),
+                state: &state_bytes,
+            },
             match claim {
                 Claimed::Flushing(flushing) => Flush::Begun(flushing),
                 Claimed::Nothing | Claimed::RunAgain => Flush::BeforeReply,
@@ -326,11 +356,13 @@ impl Service {
         let deletes = slices(&record_keys);
         self.write_batch(
             state,
-            &[
-                (&state_key(&record.id), &ended.encode()),
-                (&outcome_key(&record.id), &outcome_bytes),
-            ],
-            &deletes,
+            Writes::End {
+                puts: &[
+                    (&state_key(&record.id), &ended.encode()),
+                    (&outcome_key(&record.id), &outcome_bytes),
+                ],
+                deletes: &deletes,
+            },
             flush,
             Stored {
                 id: record.id,

@@ -171,6 +171,22 @@ pub trait Store: Send + Sync {
         }
         self.put_all(puts).await.map(Ok)
     }
+    /// Sets `puts`, then `key` to `new` if it holds `expected` (a small
+    /// value): a crash may keep the puts without the swap, never the swap
+    /// without the puts, and a swap that fails leaves the puts in place
+    /// (the caller deletes them). A store may apply all atomically (then a
+    /// failed swap writes nothing): the default is a guarded batch.
+    async fn put_then_swap(
+        &self,
+        puts: &[(&[u8], &[u8])],
+        key: &[u8],
+        expected: &[u8],
+        new: &[u8],
+    ) -> CasResult {
+        let mut all = puts.to_vec();
+        all.push((key, new));
+        self.apply_batch_if((key, expected), &all, &[]).await
+    }
     /// Applies puts and deletes atomically.
     async fn apply_batch(
         &self,

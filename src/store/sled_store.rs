@@ -441,6 +441,24 @@ impl SledStore {
             .map_err(|c| StoreError::Database(format!("unguarded puts reported a conflict: {c:?}")))
     }
 
+    /// [`Store::put_then_swap`]: the puts (one log record), then the swap
+    /// (another); no transaction.
+    pub fn put_then_swap(
+        &self,
+        puts: &[(&[u8], &[u8])],
+        key: &[u8],
+        expected: &[u8],
+        new: &[u8],
+    ) -> CasResult {
+        if is_large(expected) || is_large(new) {
+            return Err(StoreError::Database(
+                "compare-and-swap is for small values only".into(),
+            ));
+        }
+        self.put_all(puts)?;
+        self.compare_and_swap(key, Some(expected), Some(new))
+    }
+
     /// [`Store::swap_then_put`]: the swap and the puts as one log record.
     pub fn swap_then_put(
         &self,
@@ -636,6 +654,16 @@ impl Store for SledStore {
         puts: &[(&[u8], &[u8])],
     ) -> CasResult {
         SledStore::swap_then_put(self, key, expected, new, puts)
+    }
+
+    async fn put_then_swap(
+        &self,
+        puts: &[(&[u8], &[u8])],
+        key: &[u8],
+        expected: &[u8],
+        new: &[u8],
+    ) -> CasResult {
+        SledStore::put_then_swap(self, puts, key, expected, new)
     }
 
     async fn compare_and_swap(
