@@ -91,8 +91,13 @@ impl Service {
                 .map_err(ServiceError::store)?;
             if swapped.is_ok() {
                 // The record as of its last pause (a step in flight is
-                // refused when it tries to store); none if it cannot be read.
-                let record = self.record_for_round(&id, state.round).await.ok();
+                // refused when it tries to store), or as stored when a
+                // pause in flight wrote its parts already (they come
+                // before its state); none if it cannot be read.
+                let record = match self.record_for_round(&id, state.round).await {
+                    Ok(record) => Some(record),
+                    Err(_) => self.load_record(&id).await.ok(),
+                };
                 self.forget_cancelled(&id, &cancelled, None, record.as_ref())
                     .await?;
                 return Ok(Cancellation {
