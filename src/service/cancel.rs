@@ -96,7 +96,8 @@ impl Service {
                 // before its state); none if it cannot be read.
                 let record = match self.record_for_round(&id, state.round).await {
                     Ok(record) => Some(record),
-                    Err(_) => self.load_record(&id).await.ok(),
+                    Err(ServiceError::AlreadyUsed) => self.load_record(&id).await.ok(),
+                    Err(_) => None,
                 };
                 self.forget_cancelled(&id, &cancelled, None, record.as_ref())
                     .await?;

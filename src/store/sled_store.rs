@@ -313,6 +313,17 @@ impl SledStore {
     }
 }
 
+/// Refuses a compare-and-swap that names a large value (see the module
+/// doc): before anything is written.
+fn refuse_large_swap<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> Result<(), StoreError> {
+    if values.into_iter().any(is_large) {
+        return Err(StoreError::Database(
+            "compare-and-swap is for small values only".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// A put's key, its pointer if its value went to a file, and its value.
 type StoredPut<'a> = (&'a [u8], Option<[u8; 24]>, &'a [u8]);
 
@@ -450,11 +461,7 @@ impl SledStore {
         expected: &[u8],
         new: &[u8],
     ) -> CasResult {
-        if is_large(expected) || is_large(new) {
-            return Err(StoreError::Database(
-                "compare-and-swap is for small values only".into(),
-            ));
-        }
+        refuse_large_swap([expected, new])?;
         self.put_all(puts)?;
         self.compare_and_swap(key, Some(expected), Some(new))
     }
@@ -467,11 +474,7 @@ impl SledStore {
         new: &[u8],
         puts: &[(&[u8], &[u8])],
     ) -> CasResult {
-        if is_large(expected) || is_large(new) {
-            return Err(StoreError::Database(
-                "compare-and-swap is for small values only".into(),
-            ));
-        }
+        refuse_large_swap([expected, new])?;
         self.ordered(Some((key, expected, new)), puts)
     }
 
@@ -493,11 +496,7 @@ impl SledStore {
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> CasResult {
-        if expected.into_iter().chain(new).any(is_large) {
-            return Err(StoreError::Database(
-                "compare-and-swap is for small values only".into(),
-            ));
-        }
+        refuse_large_swap(expected.into_iter().chain(new))?;
         let change = match new {
             Some(value) => Change::Put(key, value),
             None => Change::Delete(key),
