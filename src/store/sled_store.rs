@@ -5,8 +5,10 @@
 //! Invariants:
 //! - Batches and compare-and-swaps are atomic (sled guarantees it; a batch
 //!   is a sled transaction so that the values it replaces are known and
-//!   their files reclaimed). Each change's log number is stored in the tree
-//!   right after the change (see `SledStore::logged`).
+//!   their files reclaimed). `put_all`, `swap_then_put` and `put_then_swap`
+//!   are plain inserts in order, not atomic: a crash keeps a prefix of
+//!   them. Each call is one log record, whose number is stored in the tree
+//!   right after its changes (see `SledStore::logged`).
 //! - Every change to the tree is appended to the log under the log's order
 //!   lock, in the order it was applied. Durability comes only from
 //!   [`Store::flush`], which the service calls through group commit before
