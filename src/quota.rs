@@ -6,7 +6,9 @@
 //! A request is admitted when the key's bytes plus what the request brings
 //! stay within the cap. The check is at admission, so a key can pass its cap
 //! by what requests already admitted go on to write (one round's output and
-//! files each); the next request then waits.
+//! files each); the next request then waits. An upload is checked as its
+//! bytes arrive instead, and what it has received is counted (held) until
+//! it ends, so uploads at once cannot together pass the cap.
 //!
 //! Invariants:
 //! - An item (an execution or a file) is counted once, at its latest size,
@@ -24,6 +26,8 @@ pub enum Item {
     Execution([u8; 16]),
     /// A session file, by its store key.
     File(Vec<u8>),
+    /// What an upload under way has received so far, by a random id.
+    Upload([u8; 16]),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -107,10 +111,37 @@ impl KeyUsage {
             bytes,
             expires_at,
         };
-        if let Some(old) = items.insert(item, entry) {
-            subtract(&mut totals, old);
+        insert(&mut items, &mut totals, item, entry);
+    }
+
+    /// Sets what `item` takes to `bytes` only if `owner` stays within the
+    /// cap with it at that size (what it took before counts as free): how
+    /// an upload under way holds what it has received. Otherwise changes
+    /// nothing and says why.
+    pub fn hold(
+        &self,
+        item: Item,
+        owner: [u8; 8],
+        bytes: u64,
+        expires_at: u64,
+        now: u64,
+    ) -> Result<(), Refusal> {
+        self.within_cap(bytes)?;
+        let (Ok(mut items), Ok(mut totals)) = (self.items.lock(), self.totals.lock()) else {
+            return Ok(());
+        };
+        let held = items.get(&item).map_or(0, |e| e.bytes);
+        let stored = totals.get(&owner).copied().unwrap_or(0);
+        if stored.saturating_sub(held).saturating_add(bytes) > self.cap {
+            return Err(self.full(Some(&items), owner, stored, now));
         }
-        *totals.entry(owner).or_default() += bytes;
+        let entry = Entry {
+            owner,
+            bytes,
+            expires_at,
+        };
+        insert(&mut items, &mut totals, item, entry);
+        Ok(())
     }
 
     /// Takes `counted`'s items and totals in place of these (a recount).
@@ -143,29 +174,60 @@ impl KeyUsage {
     /// Whether `owner` may store `incoming` more bytes now (`now` in unix
     /// seconds, for the retry delay).
     pub fn admit(&self, owner: [u8; 8], incoming: u64, now: u64) -> Result<(), Refusal> {
+        self.within_cap(incoming)?;
+        let stored = self.stored(owner);
+        if stored.saturating_add(incoming) <= self.cap {
+            return Ok(());
+        }
+        let items = self.items.lock().ok();
+        Err(self.full(items.as_deref(), owner, stored, now))
+    }
+
+    /// Refuses what no key could ever store.
+    fn within_cap(&self, incoming: u64) -> Result<(), Refusal> {
         if incoming > self.cap {
             return Err(Refusal::TooLarge {
                 incoming,
                 cap: self.cap,
             });
         }
-        let stored = self.stored(owner);
-        if stored.saturating_add(incoming) <= self.cap {
-            return Ok(());
-        }
-        let first_expiry = self.items.lock().ok().and_then(|items| {
+        Ok(())
+    }
+
+    /// The refusal of a key at its cap: retry when its first item expires.
+    fn full(
+        &self,
+        items: Option<&HashMap<Item, Entry>>,
+        owner: [u8; 8],
+        stored: u64,
+        now: u64,
+    ) -> Refusal {
+        let first_expiry = items.and_then(|items| {
             items
                 .values()
                 .filter(|e| e.owner == owner)
                 .map(|e| e.expires_at)
                 .min()
         });
-        Err(Refusal::Full {
+        Refusal::Full {
             retry_after: first_expiry.map_or(60, |at| at.saturating_sub(now).max(1)),
             stored,
             cap: self.cap,
-        })
+        }
     }
+}
+
+/// Counts `entry` for `item`, in place of what it counted before.
+fn insert(
+    items: &mut HashMap<Item, Entry>,
+    totals: &mut HashMap<[u8; 8], u64>,
+    item: Item,
+    entry: Entry,
+) {
+    if let Some(old) = items.insert(item, entry) {
+        subtract(totals, old);
+    }
+    *totals.entry(entry.owner).or_default() += entry.bytes;
 }
 
 fn subtract(totals: &mut HashMap<[u8; 8], u64>, old: Entry) {
@@ -210,5 +272,47 @@ mod tests {
         usage.remove(&Item::Execution([1; 16]));
         assert_eq!(usage.stored(a), 20);
         assert_eq!(usage.admit(a, 80, 400), Ok(()));
+    }
+
+    #[test]
+    fn an_upload_holds_what_it_received_and_no_more_than_the_cap() {
+        let usage = KeyUsage::new(100);
+        let (a, upload) = ([1; 8], Item::Upload([7; 16]));
+        usage.set(Item::File(b"f/1".to_vec()), a, 20, 500);
+        assert_eq!(usage.hold(upload.clone(), a, 50, 450, 400), Ok(()));
+        assert_eq!(usage.stored(a), 70);
+        assert_eq!(
+            usage.hold(upload.clone(), a, 80, 450, 400),
+            Ok(()),
+            "what it held is its own"
+        );
+        assert_eq!(usage.stored(a), 100);
+        assert_eq!(
+            usage.admit(a, 1, 400),
+            Err(Refusal::Full {
+                retry_after: 50,
+                stored: 100,
+                cap: 100
+            }),
+            "another request sees the upload"
+        );
+        assert_eq!(
+            usage.hold(upload.clone(), a, 81, 450, 400),
+            Err(Refusal::Full {
+                retry_after: 50,
+                stored: 100,
+                cap: 100
+            })
+        );
+        assert_eq!(usage.stored(a), 100, "a refused hold changes nothing");
+        assert_eq!(
+            usage.hold(Item::Upload([8; 16]), a, 101, 450, 400),
+            Err(Refusal::TooLarge {
+                incoming: 101,
+                cap: 100
+            })
+        );
+        usage.remove(&upload);
+        assert_eq!(usage.stored(a), 20);
     }
 }

@@ -1,8 +1,12 @@
 //! Session files over real HTTP: upload, read under `/mnt/data` in code,
 //! write new files, download them; the same across a SIGKILL restart
-//! between rounds; files belong to their API key; uploads are checked.
+//! between rounds; files belong to their API key; uploads are checked;
+//! files larger than a stored chunk come back whole, stream through the
+//! server in bounded memory, and a refused upload keeps nothing.
 
 mod common;
+
+use common::files::{CHUNK, check_large_files, download, noise, upload};
 
 use common::server::{
     KEY, OTHER_KEY, Server, answers, continue_, continue_until_done, weather_tools,
@@ -197,4 +201,165 @@ fn session_files_expire() {
     );
     let (status, _) = server.get_bytes(&format!("/download/sess_short/{data_id}"), KEY);
     assert_eq!(status, 404);
+}
+
+#[test]
+fn files_of_several_chunks_come_back_whole_after_a_sigkill() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let mut server = Server::start(dir.path(), &["--body-limit", "16000000"]);
+    check_large_files(&mut server);
+}
+
+/// The server's peak resident memory (`VmHWM`), bytes.
+fn peak_memory(server: &Server) -> u64 {
+    let pid = server.pid().unwrap_or_else(|| panic!("no server"));
+    let status =
+        std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_else(|e| panic!("{e}"));
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|kb| kb.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+        .unwrap_or_else(|| panic!("no VmHWM in {status}"))
+}
+
+#[test]
+fn a_large_upload_and_its_download_stream_through_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::start(dir.path(), &["--body-limit", "100000000"]);
+    let warm = noise(2 * CHUNK + 1, 1);
+    let ids = upload(&server, "sess_warm", &[("warm.bin", &warm)]);
+    assert!(download(&server, "sess_warm", &ids[0]) == warm);
+    let before = peak_memory(&server);
+    let big = noise(48 << 20, 2);
+    let ids = upload(&server, "sess_huge", &[("huge.bin", &big)]);
+    assert!(
+        download(&server, "sess_huge", &ids[0]) == big,
+        "huge.bin changed"
+    );
+    let grown = peak_memory(&server).saturating_sub(before);
+    // Holding the file whole once would grow the peak by 48 MiB; the
+    // server holds a few chunks at a time.
+    assert!(
+        grown < 16 << 20,
+        "the server's peak memory grew by {} MiB for a 48 MiB file",
+        grown >> 20
+    );
+}
+
+fn count_keys(store: &baton::store::SledStore, prefix: &[u8]) -> usize {
+    store.scan_prefix(prefix).count()
+}
+
+#[test]
+fn a_refused_upload_keeps_none_of_its_files() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let mut server = Server::start(dir.path(), &["--max-key-storage-mb", "3"]);
+    let (first, second) = (noise(2 * CHUNK, 3), noise(2 * CHUNK, 4));
+    let (status, reply) = server.post_multipart_bytes(
+        "/upload",
+        &[
+            ("session_id", None, b"sess_refused"),
+            ("file", Some("first.bin"), &first),
+            ("file", Some("second.bin"), &second),
+        ],
+        KEY,
+    );
+    assert_eq!(status, 413, "{reply}");
+    assert_eq!(
+        server.get("/files/sess_refused", Some(KEY)).1["files"],
+        json!([])
+    );
+    // What the refused upload wrote is not counted against the key.
+    let kept = noise(2 * CHUNK + 70_000, 5);
+    let ids = upload(&server, "sess_kept", &[("kept.bin", &kept)]);
+    assert!(download(&server, "sess_kept", &ids[0]) == kept);
+    server.kill();
+    // On the host: the kept file's three chunks, each a file of its own, and
+    // nothing of the refused upload.
+    let store_dir = dir.path().join("store");
+    let chunk_files = std::fs::read_dir(store_dir.join("large-values"))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .count();
+    assert_eq!(chunk_files, 3);
+    let store = baton::store::SledStore::open(&store_dir).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(count_keys(&store, b"d/"), 3);
+    assert_eq!(count_keys(&store, b"f/"), 1);
+}
+
+/// An upload of one file part sent by hand: the request's head, the part's
+/// head and `content`, but not the body's last line (`finish` sends it).
+struct UploadInFlight {
+    stream: std::net::TcpStream,
+    sender: std::thread::JoinHandle<std::io::Result<()>>,
+}
+
+const BOUNDARY: &str = "baton-held-upload";
+
+impl UploadInFlight {
+    fn begin(server: &Server, session: &str, content: &[u8]) -> UploadInFlight {
+        use std::io::Write;
+        let address = server.base.trim_start_matches("http://");
+        let stream = std::net::TcpStream::connect(address).unwrap_or_else(|e| panic!("{e}"));
+        let part = format!(
+            "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"session_id\"\r\n\r\n{session}\r\n--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"held.bin\"\r\n\r\n"
+        );
+        let length = part.len() + content.len() + Self::end().len();
+        let head = format!(
+            "POST /upload HTTP/1.1\r\nHost: {address}\r\nx-api-key: {KEY}\r\ncontent-type: multipart/form-data; boundary={BOUNDARY}\r\ncontent-length: {length}\r\n\r\n{part}"
+        );
+        let mut sender = stream.try_clone().unwrap_or_else(|e| panic!("{e}"));
+        let mut bytes = head.into_bytes();
+        bytes.extend_from_slice(content);
+        // Written from a thread: the server may answer (and close) before
+        // it has read all of it.
+        let sender = std::thread::spawn(move || sender.write_all(&bytes));
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap_or_else(|e| panic!("{e}"));
+        UploadInFlight { stream, sender }
+    }
+
+    fn end() -> String {
+        format!("\r\n--{BOUNDARY}--\r\n")
+    }
+
+    /// Sends the rest and reads the answer's status (`None` when the
+    /// server closed the connection before it could be read).
+    fn finish(mut self) -> Option<u16> {
+        use std::io::{Read, Write};
+        let _ = self.sender.join();
+        let _ = self.stream.write_all(Self::end().as_bytes());
+        let mut answer = Vec::new();
+        let mut buffer = [0u8; 4096];
+        while !answer.windows(4).any(|w| w == b"\r\n\r\n") {
+            match self.stream.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => answer.extend_from_slice(&buffer[..n]),
+            }
+        }
+        let text = String::from_utf8_lossy(&answer);
+        text.split_whitespace().nth(1).and_then(|s| s.parse().ok())
+    }
+}
+
+#[test]
+fn uploads_at_once_cannot_together_pass_the_keys_storage() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::start(dir.path(), &["--max-key-storage-mb", "3"]);
+    let content = noise(2 * CHUNK, 6);
+    let first = UploadInFlight::begin(&server, "sess_first", &content);
+    // The first upload's 2 MiB reach the server and are held for it.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let second = UploadInFlight::begin(&server, "sess_second", &content);
+    let refused = second.finish();
+    assert!(
+        matches!(refused, Some(429) | None),
+        "the second upload was answered {refused:?}"
+    );
+    assert_eq!(first.finish(), Some(200));
+    let listed =
+        |session: &str| server.get(&format!("/files/{session}"), Some(KEY)).1["files"].clone();
+    assert_eq!(listed("sess_first").as_array().map(Vec::len), Some(1));
+    assert_eq!(listed("sess_second"), json!([]));
 }

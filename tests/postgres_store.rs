@@ -12,6 +12,8 @@
 //! - Every pause handed out survives a crash of PostgreSQL itself (an
 //!   immediate shutdown, with the log writer held off): writes commit
 //!   asynchronously, and the pause's flush is what puts them on disk.
+//! - Session files larger than a stored chunk round-trip over HTTP, across
+//!   a `SIGKILL` of the server (`common/files.rs`, also run on sled).
 //! - A schema newer than the build is refused with a sentence. (Several
 //!   servers on one database: `tests/cluster.rs`.)
 
@@ -175,6 +177,15 @@ fn a_server_on_postgres_killed_after_every_pause_resumes_cold_and_agrees_with_cp
         assert_eq!(reply["stdout"], cpython_stdout(code), "{code}");
     }
     // Nothing was kept in the data directory: the database has it all.
+    assert!(!dir.path().join("store").exists());
+}
+
+#[test]
+fn session_files_of_several_chunks_round_trip_on_postgres() {
+    let url = postgres().database("files");
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), &["--store", &url, "--body-limit", "16000000"]);
+    common::files::check_large_files(&mut server);
     assert!(!dir.path().join("store").exists());
 }
 

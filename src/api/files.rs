@@ -9,7 +9,8 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::multipart::{Multipart, MultipartError, MultipartRejection};
+use axum::body::Body;
+use axum::extract::multipart::{Field, Multipart, MultipartError, MultipartRejection};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -19,7 +20,8 @@ use super::authorize;
 use super::error::ApiError;
 use super::error::Failures;
 use super::views::FilesView;
-use crate::service::ServiceError;
+use crate::service::{ServiceError, UploadHold};
+use crate::workspace::{FileWriter, WrittenFile, check_session};
 
 /// The form `POST /upload` reads (for the OpenAPI description: the handler
 /// reads the parts as they stream).
@@ -44,7 +46,8 @@ fn multipart_error(error: MultipartError, limit: usize) -> ApiError {
 }
 
 /// `POST /upload`: stores each `file` part in the session (a new session
-/// when none is given) and returns the files' ids and names.
+/// when none is given) as it arrives, and returns the files' ids and names.
+/// A refused or broken upload keeps none of its files.
 #[utoipa::path(post, path = "/upload", tag = "files",
     request_body(content = UploadForm, content_type = "multipart/form-data"),
     responses((status = 200, description = "The stored files", body = FilesView), Failures))]
@@ -60,48 +63,104 @@ pub(super) async fn upload(
             e.body_text()
         ))
     })?;
-    let mut session = None;
-    let mut uploads = Vec::new();
-    while let Some(field) = multipart
+    let files = state.service.files();
+    let mut upload = Upload {
+        hold: state.service.hold_upload(owner),
+        written: Vec::new(),
+        session: None,
+        bytes: 0,
+    };
+    if let Err(error) = receive(&state, owner, &mut multipart, &mut upload).await {
+        files.discard(upload.written).await;
+        return Err(error);
+    }
+    if upload.written.is_empty() {
+        return Err(ApiError::BadRequest("the body has no file part".into()));
+    }
+    let session = upload
+        .session
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| format!("sess_{}", hex::encode(rand::random::<[u8; 12]>())));
+    let stored = files.keep(&session, upload.written).await?;
+    files.flush().await?;
+    Ok(Json(FilesView::new(session, &stored)).into_response())
+}
+
+/// What an upload has received so far.
+struct Upload {
+    /// Its bytes, counted against the key's storage until it ends.
+    hold: UploadHold,
+    /// The files whose contents are stored.
+    written: Vec<WrittenFile>,
+    /// The `session_id` part.
+    session: Option<String>,
+    /// Bytes of file contents, all parts together (for the key's quota).
+    bytes: u64,
+}
+
+/// Reads the form's parts, storing each file's contents as they arrive.
+async fn receive(
+    state: &AppState,
+    owner: [u8; 8],
+    multipart: &mut Multipart,
+    upload: &mut Upload,
+) -> Result<(), ApiError> {
+    while let Some(mut field) = multipart
         .next_field()
         .await
         .map_err(|e| multipart_error(e, state.body_limit))?
     {
         let file_name = field.file_name().map(str::to_owned);
         match (field.name(), file_name) {
-            (_, Some(name)) => uploads.push((
-                name,
-                field
-                    .bytes()
-                    .await
-                    .map_err(|e| multipart_error(e, state.body_limit))?
-                    .to_vec(),
-            )),
+            (_, Some(name)) => {
+                let writer = state.service.files().writer(owner, &name)?;
+                let file = receive_file(state, &mut field, writer, upload).await?;
+                upload.written.push(file);
+            }
             (Some("session_id"), None) => {
-                session = Some(
-                    field
-                        .text()
-                        .await
-                        .map_err(|e| multipart_error(e, state.body_limit))?,
-                )
+                let session = field
+                    .text()
+                    .await
+                    .map_err(|e| multipart_error(e, state.body_limit))?;
+                if !session.is_empty() {
+                    check_session(&session)?;
+                }
+                upload.session = Some(session);
             }
             _ => {}
         }
     }
-    if uploads.is_empty() {
-        return Err(ApiError::BadRequest("the body has no file part".into()));
+    Ok(())
+}
+
+/// Copies one file part into `writer`, held against the key's storage
+/// as it arrives; on a failure the part's chunks are deleted.
+async fn receive_file(
+    state: &AppState,
+    field: &mut Field<'_>,
+    mut writer: FileWriter,
+    upload: &mut Upload,
+) -> Result<WrittenFile, ApiError> {
+    let copied = async {
+        while let Some(bytes) = field
+            .chunk()
+            .await
+            .map_err(|e| multipart_error(e, state.body_limit))?
+        {
+            upload.bytes += bytes.len() as u64;
+            upload.hold.grow(upload.bytes)?;
+            writer.write(&bytes).await?;
+        }
+        Ok::<_, ApiError>(())
     }
-    let session = session
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| format!("sess_{}", hex::encode(rand::random::<[u8; 12]>())));
-    let incoming = uploads.iter().map(|(_, bytes)| bytes.len() as u64).sum();
-    state.service.admit(owner, incoming)?;
-    let files = state.service.files();
-    let mut stored = Vec::with_capacity(uploads.len());
-    for (name, bytes) in uploads {
-        stored.push(files.put(owner, &session, &name, bytes).await?);
+    .await;
+    match copied {
+        Ok(()) => Ok(writer.close().await?),
+        Err(error) => {
+            writer.discard().await;
+            Err(error)
+        }
     }
-    Ok(Json(FilesView::new(session, &stored)).into_response())
 }
 
 /// `GET /files/{session_id}`: the caller's files of a session.
@@ -133,7 +192,7 @@ pub(super) async fn download(
     let file = state
         .service
         .files()
-        .get(owner, &session, &id)
+        .open(owner, &session, &id)
         .await?
         .ok_or(ServiceError::FileNotFound)?;
     let base = file.name.rsplit('/').next().unwrap_or("file");
@@ -149,6 +208,9 @@ pub(super) async fn download(
             HeaderValue::from_static("application/octet-stream"),
         ),
         (header::CONTENT_DISPOSITION, disposition),
+        (header::CONTENT_LENGTH, HeaderValue::from(file.size)),
     ];
-    Ok((headers, file.bytes).into_response())
+    // Sent as it is read: a chunk that cannot be read ends the body short
+    // of its announced length, which the client sees.
+    Ok((headers, Body::from_stream(file.into_stream())).into_response())
 }

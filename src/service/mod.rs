@@ -44,7 +44,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::engine::Engine;
-use crate::quota::KeyUsage;
+use crate::quota::{Item, KeyUsage};
 use crate::state::{EndedOutcome, ExecState, Status, outcome_key, state_key};
 use crate::store::{Durability, Store, StoreError};
 use crate::token::SigningKeys;
@@ -68,6 +68,34 @@ pub const TIMEOUT_RANGE_MS: std::ops::RangeInclusive<u64> = 1000..=300_000;
 /// How long a round may run past the budget it has left (the watchdog's
 /// grace and the reply), seconds, generously.
 const ROUND_OVERRUN_SECS: u64 = 10;
+
+/// What an upload under way has received, counted against its key's cap
+/// beside what the key stores, so that uploads at once cannot together pass
+/// it. Its files are counted as files once kept; the hold goes when it is
+/// dropped, whatever became of the upload.
+pub struct UploadHold {
+    usage: Arc<KeyUsage>,
+    item: Item,
+    owner: [u8; 8],
+}
+
+impl UploadHold {
+    /// Holds `received` bytes in all (413 when over the cap on its own,
+    /// 429 when the key, with them, would be).
+    pub fn grow(&self, received: u64) -> Result<(), ServiceError> {
+        let now = now_secs();
+        // The hold ends with its request: a minute is the retry to suggest.
+        Ok(self
+            .usage
+            .hold(self.item.clone(), self.owner, received, now + 60, now)?)
+    }
+}
+
+impl Drop for UploadHold {
+    fn drop(&mut self) {
+        self.usage.remove(&self.item);
+    }
+}
 
 impl Service {
     /// When the state of a round of `record` claimed (or started) now
@@ -167,6 +195,17 @@ impl Service {
     /// expires; 413 when the request alone is over the cap).
     pub fn admit(&self, owner: [u8; 8], incoming: u64) -> Result<(), ServiceError> {
         Ok(self.usage.admit(owner, incoming, now_secs())?)
+    }
+
+    /// A hold on `owner`'s storage for an upload under way
+    /// ([`UploadHold::grow`] as its bytes arrive); dropping it releases
+    /// what it held.
+    pub fn hold_upload(&self, owner: [u8; 8]) -> UploadHold {
+        UploadHold {
+            usage: self.usage.clone(),
+            item: Item::Upload(rand::random()),
+            owner,
+        }
     }
 
     /// The bytes `owner` stores (its executions and session files).

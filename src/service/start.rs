@@ -22,8 +22,8 @@ impl Service {
         refs: &[FileRef],
     ) -> Result<Vec<WorkspaceFile>, ServiceError> {
         let mut files = Vec::with_capacity(refs.len());
-        let limit = self.engine.limits().workspace_bytes as usize;
-        let mut total = 0usize;
+        let limit = self.engine.limits().workspace_bytes;
+        let mut total = 0u64;
         for file in refs {
             let from = file
                 .session_id
@@ -32,7 +32,7 @@ impl Service {
                 .unwrap_or(session);
             let stored = self
                 .files
-                .get(owner, from, &file.id)
+                .open(owner, from, &file.id)
                 .await
                 .map_err(ServiceError::from)?
                 .ok_or_else(|| {
@@ -45,18 +45,16 @@ impl Service {
                 Some(name) => crate::workspace::check_name(name)
                     .map_err(ServiceError::from)?
                     .to_owned(),
-                None => stored.name,
+                None => stored.name.clone(),
             };
-            total += stored.bytes.len();
+            total = total.saturating_add(stored.size);
             if total > limit {
                 return Err(ServiceError::Invalid(format!(
                     "the files of a request may have {limit} bytes at most"
                 )));
             }
-            files.push(WorkspaceFile {
-                name,
-                bytes: stored.bytes,
-            });
+            let bytes = stored.read_all().await.map_err(ServiceError::from)?;
+            files.push(WorkspaceFile { name, bytes });
         }
         Ok(files)
     }

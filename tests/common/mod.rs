@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod files;
 pub(crate) mod postgres;
 pub(crate) mod server;
 

@@ -140,6 +140,17 @@ impl Server {
         auth: Option<(&str, &str)>,
         headers: &[(&str, &str)],
     ) -> (u16, Value) {
+        self.post_raw_bytes(path, body.as_bytes(), auth, headers)
+    }
+
+    /// POST raw bytes with extra headers.
+    pub(crate) fn post_raw_bytes(
+        &self,
+        path: &str,
+        body: &[u8],
+        auth: Option<(&str, &str)>,
+        headers: &[(&str, &str)],
+    ) -> (u16, Value) {
         let mut request = agent()
             .post(&format!("{}{}", self.base, path))
             .set("content-type", "application/json");
@@ -149,7 +160,7 @@ impl Server {
         for (name, value) in headers {
             request = request.set(name, value);
         }
-        respond(request.send_string(body))
+        respond(request.send_bytes(body))
     }
 
     /// POST JSON as `key`; also returns the value of the response header
@@ -185,22 +196,38 @@ impl Server {
         parts: &[(&str, Option<&str>, &str)],
         key: &str,
     ) -> (u16, Value) {
+        let parts: Vec<_> = parts
+            .iter()
+            .map(|(field, file, content)| (*field, *file, content.as_bytes()))
+            .collect();
+        self.post_multipart_bytes(path, &parts, key)
+    }
+
+    /// POST a `multipart/form-data` body of binary parts:
+    /// `(field, file name, contents)`.
+    pub(crate) fn post_multipart_bytes(
+        &self,
+        path: &str,
+        parts: &[(&str, Option<&str>, &[u8])],
+        key: &str,
+    ) -> (u16, Value) {
         let boundary = "baton-test-boundary-7d1c";
-        let mut body = String::new();
+        let mut body = Vec::new();
         for (field, file, content) in parts {
-            body.push_str(&format!("--{boundary}\r\n"));
-            match file {
-                Some(name) => body.push_str(&format!(
+            body.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
+            let disposition = match file {
+                Some(name) => format!(
                     "Content-Disposition: form-data; name=\"{field}\"; filename=\"{name}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
-                )),
-                None => body.push_str(&format!("Content-Disposition: form-data; name=\"{field}\"\r\n\r\n")),
-            }
-            body.push_str(content);
-            body.push_str("\r\n");
+                ),
+                None => format!("Content-Disposition: form-data; name=\"{field}\"\r\n\r\n"),
+            };
+            body.extend_from_slice(disposition.as_bytes());
+            body.extend_from_slice(content);
+            body.extend_from_slice(b"\r\n");
         }
-        body.push_str(&format!("--{boundary}--\r\n"));
+        body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
         let content_type = format!("multipart/form-data; boundary={boundary}");
-        self.post_raw(
+        self.post_raw_bytes(
             path,
             &body,
             Some(("x-api-key", key)),
