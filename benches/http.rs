@@ -15,7 +15,9 @@
 //!   program back to back;
 //! - a 20-round execution whose tool results are 1 MB each: the time of
 //!   each continue and the bytes the server wrote (`/proc/<pid>/io`) for
-//!   it, at rounds 2, 10 and 20.
+//!   it, at rounds 2, 10 and 20;
+//! - a 32 MiB session file uploaded and downloaded: the time of each and
+//!   the growth of the server's peak memory (`VmHWM`).
 //!
 //! `BATON_BENCH_POSTGRES=1` adds this build (and the earlier one, with
 //! `BATON_BENCH_BEFORE`) on a PostgreSQL server that the bench starts
@@ -26,7 +28,8 @@
 //! alone figures and the throughput, not the typed-tool and 1 MB rows.
 //! `BATON_BENCH_ONLY=throughput` runs only the rounds/s rows (1, 8 and 32
 //! clients); `BATON_BENCH_ONLY=load` runs only the 32-client throughput, for
-//! `BATON_BENCH_LOAD_SECONDS` (default 3), e.g. under a profiler.
+//! `BATON_BENCH_LOAD_SECONDS` (default 3), e.g. under a profiler;
+//! `BATON_BENCH_ONLY=files` only the session file rows.
 //!
 //! Each figure is the median of three runs' medians. With
 //! `BATON_BENCH_BEFORE=<path of an earlier baton>` it drives that build and
@@ -420,6 +423,51 @@ fn large_rounds(client: &Client, pid: u32, figures: &mut Figures) {
     assert_eq!(reply["stdout"], format!("{}\n", 20 << 20), "{reply}");
 }
 
+/// The server's peak resident memory (`VmHWM`), MiB.
+fn peak_memory_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmHWM:"))
+                .and_then(|kb| kb.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// A 32 MiB session file uploaded and downloaded: the time of each and how
+/// much the server's peak memory grew (run first, before anything else
+/// raises it).
+fn session_files(server: &Server, pid: u32, figures: &mut Figures) {
+    let file: Vec<u8> = (0..32u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let peak = peak_memory_mib(pid);
+    let began = Instant::now();
+    let (status, reply) = server.post_multipart_bytes(
+        "/upload",
+        &[
+            ("session_id", None, b"bench"),
+            ("file", Some("big.bin"), &file),
+        ],
+        KEY,
+    );
+    let uploaded = began.elapsed();
+    assert_eq!(status, 200, "{reply}");
+    let id = reply["files"][0]["id"].as_str().unwrap_or_default();
+    let began = Instant::now();
+    let (status, bytes) = server.get_bytes(&format!("/download/bench/{id}"), KEY);
+    let downloaded = began.elapsed();
+    assert!(status == 200 && bytes == file, "the download differs");
+    figures.push(("32 MiB session file: upload, ms", ms(uploaded)));
+    figures.push(("32 MiB session file: download, ms", ms(downloaded)));
+    figures.push((
+        "32 MiB session file: server's peak memory grew by, MiB",
+        peak_memory_mib(pid) - peak,
+    ));
+}
+
 /// Where a run keeps its executions.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Store {
@@ -451,7 +499,14 @@ fn run(binary: &Path, store: Store, url: Option<&str>) -> Figures {
         .map(|dir| {
             let listen = format!("127.0.0.1:{}", postgres_server::free_port());
             let advertise = format!("http://{listen}");
-            let mut flags = vec!["--pool-size", "4", "--listen", &listen];
+            let mut flags = vec![
+                "--pool-size",
+                "4",
+                "--listen",
+                &listen,
+                "--body-limit",
+                "100000000",
+            ];
             if let Some(url) = url {
                 flags.extend(["--store", url]);
             }
@@ -466,6 +521,13 @@ fn run(binary: &Path, store: Store, url: Option<&str>) -> Figures {
     client.two_call(&nine_tools(), Duration::ZERO);
     let mut figures = Figures::new();
     let only = std::env::var("BATON_BENCH_ONLY").ok();
+    if store != Store::Cluster && matches!(only.as_deref(), None | Some("files")) {
+        let pid = servers[0].pid().unwrap_or_else(|| panic!("no server pid"));
+        session_files(&servers[0], pid, &mut figures);
+    }
+    if only.as_deref() == Some("files") {
+        return figures;
+    }
     if only.as_deref() == Some("load") {
         figures.push(("rounds/s, 32 clients", rounds_per_second(&bases, 32)));
         return figures;

@@ -99,6 +99,80 @@ async fn exercise(store: &dyn Store) {
     assert_eq!(applied, Ok(()));
     assert_eq!(store.get(b"r/1").await.unwrap(), None);
     assert_eq!(store.get(b"g/1").await.unwrap(), Some(b"paused".to_vec()));
+    // A batch applies as its puts and then its deletes, in order: a key put
+    // twice keeps its last value, a key put and deleted is gone, guarded or
+    // not, and the guard's own key may be among the puts.
+    store
+        .apply_batch(
+            &[
+                (b"b/1", b"first"),
+                (b"b/2", b"kept"),
+                (b"b/1", b"last"),
+                (b"b/3", b"put"),
+            ],
+            &[b"b/3"],
+        )
+        .await
+        .unwrap();
+    let batch_keys = [b"b/1", b"b/2", b"b/3"];
+    let mut seen = Vec::new();
+    for key in batch_keys {
+        seen.push(store.get(key).await.unwrap());
+    }
+    assert_eq!(seen, [Some(b"last".to_vec()), Some(b"kept".to_vec()), None]);
+    let applied = store
+        .apply_batch_if(
+            (b"g/1", b"paused"),
+            &[
+                (b"g/1", b"running"),
+                (b"b/2", b"again"),
+                (b"g/1", b"ended"),
+                (b"b/1", b"x"),
+            ],
+            &[b"b/1", b"nothing"],
+        )
+        .await
+        .unwrap();
+    assert_eq!(applied, Ok(()));
+    let mut seen = Vec::new();
+    for key in [&b"g/1"[..], b"b/1", b"b/2"] {
+        seen.push(store.get(key).await.unwrap());
+    }
+    assert_eq!(
+        seen,
+        [Some(b"ended".to_vec()), None, Some(b"again".to_vec())]
+    );
+    store
+        .put_all(&[(b"b/4", &big), (b"b/5", b"small"), (b"b/4", b"small again")])
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get(b"b/4").await.unwrap(),
+        Some(b"small again".to_vec())
+    );
+    let swapped = store
+        .put_then_swap(&[(b"b/6", b"part")], b"g/1", b"ended", b"paused")
+        .await
+        .unwrap();
+    assert_eq!(swapped, Ok(()));
+    assert_eq!(store.get(b"b/6").await.unwrap(), Some(b"part".to_vec()));
+    let stale = store
+        .put_then_swap(&[(b"b/7", b"part")], b"g/1", b"ended", b"paused")
+        .await
+        .unwrap();
+    assert_eq!(stale, conflict(Some(b"paused")));
+    let claimed = store
+        .swap_then_put(b"g/1", b"paused", b"running", &[(b"b/8", b"claim")])
+        .await
+        .unwrap();
+    assert_eq!(claimed, Ok(()));
+    assert_eq!(store.get(b"b/8").await.unwrap(), Some(b"claim".to_vec()));
+    let refused = store
+        .swap_then_put(b"g/1", b"paused", b"running", &[(b"b/9", b"claim")])
+        .await
+        .unwrap();
+    assert_eq!(refused, conflict(Some(b"running")));
+    assert_eq!(store.get(b"b/9").await.unwrap(), None);
     // Scans: more keys than a page, prefixes that are prefixes of others,
     // keys with 0xff bytes, in byte order.
     let mut keys: Vec<Vec<u8>> = (0..700u32)

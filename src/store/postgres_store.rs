@@ -10,9 +10,10 @@
 //! commit, past every write committed before it. So a step costs one
 //! wait for the disk, not one per write (a start wrote three, a continue
 //! two), and flushes of concurrent steps are shared by the group commit.
-//! Compare-and-swap is a conditional `UPDATE`/`INSERT`/`DELETE`; a guarded
-//! batch locks its guard's row (`SELECT … FOR UPDATE`) in the batch's
-//! transaction. Scans read pages of [`SCAN_PAGE`] keys in key order
+//! Compare-and-swap is a conditional `UPDATE`/`INSERT`/`DELETE`; a batch
+//! is one statement (one round trip), a guarded one locking its guard's
+//! row (`SELECT … FOR UPDATE` in a `WITH`) and writing only when it holds
+//! the expected value. Scans read pages of [`SCAN_PAGE`] keys in key order
 //! (`bytea` compares byte by byte, as sled does), so no scan holds a
 //! table or a transaction open.
 //!
@@ -271,11 +272,13 @@ impl PostgresStore {
         self.read(&sql, &params).await
     }
 
-    /// Writes a batch in one transaction, first locking `guard`'s row and
-    /// writing nothing (and reporting what it holds) when it holds
-    /// another value. The batch's statements are sent together (the
-    /// driver pipelines them on the connection): one round trip for all
-    /// the writes, not one each.
+    /// Writes a batch as one statement (atomic, as every statement is;
+    /// one round trip): its deletes and its puts, or, with a `guard`,
+    /// first locking the guard's row and writing nothing (and reporting
+    /// what it holds) when it holds another value. Applied as the puts and
+    /// then the deletes in order would be: a key put twice takes its last
+    /// value, a key put and deleted is deleted (one statement may change
+    /// a row only once).
     async fn batch(
         &self,
         guard: Option<(&[u8], &[u8])>,
@@ -283,45 +286,49 @@ impl PostgresStore {
         deletes: &[&[u8]],
     ) -> CasResult {
         let _counted = CountedWrite(&self.written);
-        let mut client = self.client().await?;
-        let upsert = client.prepare_cached(UPSERT).await.map_err(database)?;
-        let delete = client.prepare_cached(DELETE).await.map_err(database)?;
-        let lock_guard = client
-            .prepare_cached(SELECT_FOR_UPDATE)
-            .await
-            .map_err(database)?;
-        let tx = client.transaction().await.map_err(database)?;
-        if let Some((key, expected)) = guard {
-            let current: Option<Vec<u8>> = tx
-                .query_opt(&lock_guard, &[&key])
+        let (keys, values) = final_puts(puts, deletes);
+        let deletes: Vec<&[u8]> = deletes.to_vec();
+        let client = self.client().await?;
+        let Some((key, expected)) = guard else {
+            let statement = client.prepare_cached(BATCH).await.map_err(database)?;
+            client
+                .execute(&statement, &[&keys, &values, &deletes])
                 .await
-                .map_err(database)?
-                .map(|row| row.get(0));
-            if current.as_deref() != Some(expected) {
-                tx.rollback().await.map_err(database)?;
-                return Ok(Err(CasConflict { current }));
-            }
-        }
-        let put_params: Vec<[&(dyn ToSql + Sync); 2]> = puts
-            .iter()
-            .map(|(key, value)| [key as _, value as _])
-            .collect();
-        let delete_params: Vec<[&(dyn ToSql + Sync); 1]> =
-            deletes.iter().map(|key| [key as _]).collect();
-        let writes = put_params
-            .iter()
-            .map(|params| tx.execute(&upsert, params))
-            .chain(
-                delete_params
-                    .iter()
-                    .map(|params| tx.execute(&delete, params)),
-            );
-        futures_util::future::try_join_all(writes)
+                .map_err(database)?;
+            return Ok(Ok(()));
+        };
+        let statement = client
+            .prepare_cached(GUARDED_BATCH)
             .await
             .map_err(database)?;
-        tx.commit().await.map_err(database)?;
-        Ok(Ok(()))
+        let row = client
+            .query_one(&statement, &[&key, &expected, &keys, &values, &deletes])
+            .await
+            .map_err(database)?;
+        let current: Option<Vec<u8>> = row.get(0);
+        if current.as_deref() == Some(expected) {
+            Ok(Ok(()))
+        } else {
+            Ok(Err(CasConflict { current }))
+        }
     }
+}
+
+/// The keys and values a batch leaves put: each key's last value, and no
+/// key the batch also deletes.
+fn final_puts<'a>(
+    puts: &[(&'a [u8], &'a [u8])],
+    deletes: &[&[u8]],
+) -> (Vec<&'a [u8]>, Vec<&'a [u8]>) {
+    let mut last: std::collections::HashMap<&[u8], usize> = std::collections::HashMap::new();
+    for (index, (key, _)) in puts.iter().enumerate() {
+        last.insert(key, index);
+    }
+    puts.iter()
+        .enumerate()
+        .filter(|(index, (key, _))| last.get(key) == Some(index) && !deletes.contains(key))
+        .map(|(_, (key, value))| (*key, *value))
+        .unzip()
 }
 
 type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
@@ -389,7 +396,22 @@ async fn migrate(client: &mut Client) -> Result<(), StoreError> {
 }
 
 const SELECT: &str = "SELECT value FROM baton_kv WHERE key = $1";
-const SELECT_FOR_UPDATE: &str = "SELECT value FROM baton_kv WHERE key = $1 FOR UPDATE";
+/// An unguarded batch: `$1`/`$2` the keys and values to put, `$3` the
+/// keys to delete (disjoint from `$1`). A data-modifying `WITH` runs
+/// whether or not the statement reads it.
+const BATCH: &str = "WITH deleted AS (DELETE FROM baton_kv WHERE key = ANY($3::bytea[])) \
+    INSERT INTO baton_kv (key, value) SELECT k, v FROM unnest($1::bytea[], $2::bytea[]) AS p(k, v) \
+    ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value";
+/// A guarded batch: the guard's row `$1` locked, and the batch (`$3`/`$4`
+/// to put, `$5` to delete) applied only if it holds `$2`; returns what the
+/// guard's row held (null when absent).
+const GUARDED_BATCH: &str = "WITH guard AS (SELECT value FROM baton_kv WHERE key = $1 FOR UPDATE), \
+    allowed AS (SELECT 1 FROM guard WHERE value = $2), \
+    deleted AS (DELETE FROM baton_kv WHERE key = ANY($5::bytea[]) AND EXISTS (SELECT 1 FROM allowed)), \
+    written AS (INSERT INTO baton_kv (key, value) \
+        SELECT k, v FROM unnest($3::bytea[], $4::bytea[]) AS p(k, v) WHERE EXISTS (SELECT 1 FROM allowed) \
+        ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value) \
+    SELECT (SELECT value FROM guard)";
 const UPSERT: &str = "INSERT INTO baton_kv (key, value) VALUES ($1, $2) \
     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value";
 const DELETE: &str = "DELETE FROM baton_kv WHERE key = $1";
@@ -470,12 +492,12 @@ impl Store for PostgresStore {
         false
     }
 
-    /// One transaction, its writes pipelined: one round trip.
+    /// One statement: one round trip.
     async fn put_all(&self, puts: &[(&[u8], &[u8])]) -> Result<(), StoreError> {
         self.apply_batch(puts, &[]).await
     }
 
-    /// One guarded transaction: one round trip, all or nothing.
+    /// One guarded statement: one round trip, all or nothing.
     async fn swap_then_put(
         &self,
         key: &[u8],
