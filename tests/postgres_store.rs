@@ -11,7 +11,8 @@
 //!   CPython prints with the same tool answers.
 //! - Every pause handed out survives a crash of PostgreSQL itself (an
 //!   immediate shutdown, with the log writer held off): writes commit
-//!   asynchronously, and the pause's flush is what puts them on disk.
+//!   asynchronously, and a pause's own write commits synchronously, which
+//!   puts it and every write before it on disk.
 //! - Session files larger than a stored chunk round-trip over HTTP, across
 //!   a `SIGKILL` of the server (`common/files.rs`, also run on sled).
 //! - A schema newer than the build is refused with a sentence. (Several
@@ -333,13 +334,15 @@ fn wait_until_no_node_holds_a_lock(url: &str) {
     }
 }
 
-/// Starts the first program of the corpus on `server`, to its first pause.
-fn pause(server: &Server) {
-    let (status, paused) = server.post(
-        "/exec/programmatic",
-        &json!({"code": PROGRAMS[0], "tools": weather_tools()}),
+/// Makes `server` flush: an upload is durable when it is answered (a
+/// pause is too, but its write commits synchronously and needs no flush).
+fn flush_on(server: &Server) {
+    let (status, reply) = server.post_multipart(
+        "/upload",
+        &[("file", Some("f.txt"), "flushed")],
+        common::server::KEY,
     );
-    assert_eq!(status, 200, "{paused}");
+    assert_eq!(status, 200, "{reply}");
 }
 
 #[test]
@@ -347,13 +350,13 @@ fn a_killed_nodes_flush_row_is_deleted_by_the_next_node_that_starts() {
     let url = postgres().database("flushrows");
     let dir = tempfile::tempdir().unwrap();
     let mut server = Server::start(dir.path(), &["--store", &url]);
-    pause(&server);
+    flush_on(&server);
     let first = flush_rows(&url);
     assert_eq!(first.len(), 1, "{first:?}");
     server.kill();
     wait_until_no_node_holds_a_lock(&url);
     server.restart();
-    pause(&server);
+    flush_on(&server);
     let second = flush_rows(&url);
     assert_eq!(second.len(), 1, "{second:?}");
     assert_ne!(first, second);
@@ -368,10 +371,10 @@ fn a_killed_nodes_flush_row_is_deleted_by_the_sweeper_of_a_node_that_stays() {
         killed_dir.path(),
         &["--store", &url, "--sweep-secs", "3600"],
     );
-    pause(&stays);
+    flush_on(&stays);
     let own = flush_rows(&url);
     assert_eq!(own.len(), 1, "{own:?}");
-    pause(&killed);
+    flush_on(&killed);
     assert_eq!(flush_rows(&url).len(), 2);
     killed.kill();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);

@@ -10,6 +10,10 @@
 //! commit, past every write committed before it. So a step costs one
 //! wait for the disk, not one per write (a start wrote three, a continue
 //! two), and flushes of concurrent steps are shared by the group commit.
+//! A pause's own write ([`Store::put_then_swap`]) is that wait: it commits
+//! with `synchronous_commit = on` (set before it and reset after it, the
+//! three sent together), so the flush that follows it skips the database
+//! unless other writes came meanwhile.
 //! Compare-and-swap is a conditional `UPDATE`/`INSERT`/`DELETE`; a batch
 //! is one statement (one round trip), a guarded one locking its guard's
 //! row (`SELECT … FOR UPDATE` in a `WITH`) and writing only when it holds
@@ -176,12 +180,32 @@ fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// Counts a write for the next flush when the call returns or is dropped
-/// (a dropped write may have been committed).
-struct CountedWrite<'a>(&'a AtomicU64);
+/// (a dropped write may have been committed), unless it was made durable
+/// itself ([`CountedWrite::durable`]).
+struct CountedWrite<'a> {
+    written: &'a AtomicU64,
+    counts: bool,
+}
+
+impl<'a> CountedWrite<'a> {
+    fn new(written: &'a AtomicU64) -> Self {
+        Self {
+            written,
+            counts: true,
+        }
+    }
+
+    /// The write committed synchronously: no flush needs to cover it.
+    fn durable(mut self) {
+        self.counts = false;
+    }
+}
 
 impl Drop for CountedWrite<'_> {
     fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::AcqRel);
+        if self.counts {
+            self.written.fetch_add(1, Ordering::AcqRel);
+        }
     }
 }
 
@@ -229,7 +253,7 @@ impl PostgresStore {
 
     /// Runs one statement that writes, counted for the next flush.
     async fn write(&self, sql: &str, params: Params<'_>) -> Result<u64, StoreError> {
-        let _counted = CountedWrite(&self.written);
+        let _counted = CountedWrite::new(&self.written);
         let client = self.client().await?;
         let statement = client.prepare_cached(sql).await.map_err(database)?;
         client.execute(&statement, params).await.map_err(database)
@@ -285,7 +309,7 @@ impl PostgresStore {
         puts: &[(&[u8], &[u8])],
         deletes: &[&[u8]],
     ) -> CasResult {
-        let _counted = CountedWrite(&self.written);
+        let _counted = CountedWrite::new(&self.written);
         let (keys, values) = final_puts(puts, deletes);
         let deletes: Vec<&[u8]> = deletes.to_vec();
         let client = self.client().await?;
@@ -305,12 +329,56 @@ impl PostgresStore {
             .query_one(&statement, &[&key, &expected, &keys, &values, &deletes])
             .await
             .map_err(database)?;
-        let current: Option<Vec<u8>> = row.get(0);
-        if current.as_deref() == Some(expected) {
-            Ok(Ok(()))
-        } else {
-            Ok(Err(CasConflict { current }))
-        }
+        Ok(guarded(row.get(0), expected))
+    }
+}
+
+/// What a guarded batch did, from what its guard's row held.
+fn guarded(current: Option<Vec<u8>>, expected: &[u8]) -> Result<(), CasConflict> {
+    if current.as_deref() == Some(expected) {
+        Ok(())
+    } else {
+        Err(CasConflict { current })
+    }
+}
+
+impl PostgresStore {
+    /// A guarded batch committed before it returns: the statement runs
+    /// between two session settings sent with it (one round trip), so its
+    /// commit waits for PostgreSQL's log, and with it every commit before
+    /// it. A flush after it has nothing to do unless other writes came
+    /// since it began. A failure counts it as a write (it may have
+    /// committed).
+    async fn durable_guarded_batch(
+        &self,
+        guard: (&[u8], &[u8]),
+        puts: &[(&[u8], &[u8])],
+    ) -> CasResult {
+        let counted = CountedWrite::new(&self.written);
+        let before = self.written.load(Ordering::Acquire);
+        let (keys, values) = final_puts(puts, &[]);
+        let deletes: Vec<&[u8]> = Vec::new();
+        let (key, expected) = guard;
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached(GUARDED_BATCH)
+            .await
+            .map_err(database)?;
+        let params: [&(dyn ToSql + Sync); 5] = [&key, &expected, &keys, &values, &deletes];
+        let (on, row, off) = futures_util::future::join3(
+            client.batch_execute(SYNCHRONOUS_ON),
+            client.query_one(&statement, &params),
+            client.batch_execute(SYNCHRONOUS_OFF),
+        )
+        .await;
+        on.map_err(database)?;
+        let current: Option<Vec<u8>> = row.map_err(database)?.get(0);
+        off.map_err(database)?;
+        counted.durable();
+        // Every write counted before this one began had committed before
+        // it, so its synchronous commit covers them.
+        self.flushed.fetch_max(before, Ordering::AcqRel);
+        Ok(guarded(current, expected))
     }
 }
 
@@ -412,6 +480,9 @@ const GUARDED_BATCH: &str = "WITH guard AS (SELECT value FROM baton_kv WHERE key
         SELECT k, v FROM unnest($3::bytea[], $4::bytea[]) AS p(k, v) WHERE EXISTS (SELECT 1 FROM allowed) \
         ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value) \
     SELECT (SELECT value FROM guard)";
+/// Around a batch committed at once (`durable_guarded_batch`).
+const SYNCHRONOUS_ON: &str = "SET synchronous_commit = on";
+const SYNCHRONOUS_OFF: &str = "SET synchronous_commit = off";
 const UPSERT: &str = "INSERT INTO baton_kv (key, value) VALUES ($1, $2) \
     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value";
 const DELETE: &str = "DELETE FROM baton_kv WHERE key = $1";
@@ -495,6 +566,20 @@ impl Store for PostgresStore {
     /// One statement: one round trip.
     async fn put_all(&self, puts: &[(&[u8], &[u8])]) -> Result<(), StoreError> {
         self.apply_batch(puts, &[]).await
+    }
+
+    /// A pause: one guarded statement committed at once (one round trip
+    /// and one wait for the disk, which the flush after it then skips).
+    async fn put_then_swap(
+        &self,
+        puts: &[(&[u8], &[u8])],
+        key: &[u8],
+        expected: &[u8],
+        new: &[u8],
+    ) -> CasResult {
+        let mut all = puts.to_vec();
+        all.push((key, new));
+        self.durable_guarded_batch((key, expected), &all).await
     }
 
     /// One guarded statement: one round trip, all or nothing.
