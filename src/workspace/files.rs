@@ -315,12 +315,12 @@ impl OpenFile {
             Layout::Inline => 1,
             Layout::Chunks(count) => count,
         };
-        futures_util::stream::unfold((self, 0u32), move |(file, index)| async move {
+        futures_util::stream::unfold((self, 0u32), move |(mut file, index)| async move {
             if index >= count {
                 return None;
             }
             let next = match file.layout {
-                Layout::Inline => Ok(file.inline.clone()),
+                Layout::Inline => Ok(std::mem::take(&mut file.inline)),
                 Layout::Chunks(_) => file.chunk(index).await,
             };
             Some((next, (file, index + 1)))
