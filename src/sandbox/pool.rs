@@ -7,7 +7,8 @@
 //!   idle.
 //! - An idle child of a zygote that has since died is never handed out: each
 //!   child carries its zygote's generation, and a fork that fails on a dead
-//!   zygote waits for the supervisor's next one.
+//!   zygote waits for the supervisor's next one. Nor is an idle child that
+//!   has exited on its own.
 //! - The pool is ready when a child of the current zygote has reported
 //!   `Ready`: before that (at start, after a zygote's death) `/health` says
 //!   the service is degraded.
@@ -102,6 +103,21 @@ pub struct ChildProc {
 }
 
 impl ChildProc {
+    /// Whether the child's process has ended (its pidfd is readable);
+    /// checked without waiting. Without a pidfd, assumed alive.
+    fn has_exited(&self) -> bool {
+        let Some(pidfd) = self.killer.pidfd.as_ref() else {
+            return false;
+        };
+        let mut poll = libc::pollfd {
+            fd: pidfd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, for the length of the call; no wait.
+        unsafe { libc::poll(&mut poll, 1, 0) > 0 }
+    }
+
     fn from_forked(forked: ForkedChild) -> io::Result<ChildProc> {
         let std_stream = std::os::unix::net::UnixStream::from(forked.socket);
         std_stream.set_nonblocking(true)?;
@@ -169,9 +185,13 @@ impl Pool {
         })
     }
 
+    /// The current zygote's generation; 0 while it is dead and the next
+    /// one is starting (no child is of generation 0).
     fn generation(&self) -> u64 {
         self.supervisor
             .current()
+            .ok()
+            .filter(|zygote| !zygote.is_dead())
             .map_or(0, |zygote| zygote.generation)
     }
 
@@ -184,8 +204,9 @@ impl Pool {
     pub async fn take(self: &Arc<Self>) -> io::Result<ChildProc> {
         let generation = self.generation();
         let idle = self.idle.lock().ok().and_then(|mut idle| {
-            // Children of a dead zygote died with it.
-            idle.retain(|(born, _)| *born == generation);
+            // Children of a dead zygote died with it; a child may also have
+            // been killed alone (the kernel's OOM killer).
+            idle.retain(|(born, child)| *born == generation && !child.has_exited());
             idle.pop_front()
         });
         match idle {

@@ -16,6 +16,9 @@
 //! - When the server dies the control socket closes and the zygote exits,
 //!   taking its children with it (they have `PR_SET_PDEATHSIG`).
 //! - A zygote is never respawned after [`Supervisor::stop`].
+//! - A zygote is marked dead before its death is counted, so whoever sees
+//!   the count sees the mark (the pool then hands out none of its children
+//!   and is not ready while the next one starts).
 
 use std::io::{self, Write};
 use std::os::fd::OwnedFd;
@@ -41,6 +44,8 @@ pub struct Zygote {
     pid: u32,
     /// Its number: the first is 1, each replacement one more.
     pub generation: u64,
+    /// Set by the supervisor as soon as it sees the process end.
+    dead: AtomicBool,
 }
 
 impl Zygote {
@@ -65,8 +70,14 @@ impl Zygote {
             control: Mutex::new(server_end),
             pid: process.id(),
             generation,
+            dead: AtomicBool::new(false),
         };
         Ok((zygote, process))
+    }
+
+    /// Whether its process has ended (its children ended with it).
+    pub fn is_dead(&self) -> bool {
+        self.dead.load(Ordering::Acquire)
     }
 
     /// Forks a new child (blocking, about a millisecond).
@@ -143,6 +154,11 @@ impl Supervisor {
     fn replace(&self, status: io::Result<std::process::ExitStatus>) -> Option<Child> {
         if self.stopping.load(Ordering::SeqCst) {
             return None;
+        }
+        // Before it is counted: from then on no child of it is handed out
+        // and the pool is not ready until the next zygote's child is.
+        if let Ok(dead) = self.current() {
+            dead.dead.store(true, Ordering::Release);
         }
         self.deaths.fetch_add(1, Ordering::Relaxed);
         let generation = self.current().map_or(0, |z| z.generation);
