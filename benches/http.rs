@@ -424,26 +424,20 @@ fn large_rounds(client: &Client, pid: u32, figures: &mut Figures) {
 }
 
 /// The server's peak resident memory (`VmHWM`), MiB.
-fn peak_memory_mib(pid: u32) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix("VmHWM:"))
-                .and_then(|kb| kb.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        })
-        .map_or(f64::NAN, |kb| kb / 1024.0)
+fn peak_memory_mib(server: &Server) -> f64 {
+    server
+        .peak_memory()
+        .map_or(f64::NAN, |bytes| bytes as f64 / 1_048_576.0)
 }
 
 /// A 32 MiB session file uploaded and downloaded: the time of each and how
 /// much the server's peak memory grew (run first, before anything else
 /// raises it).
-fn session_files(server: &Server, pid: u32, figures: &mut Figures) {
+fn session_files(server: &Server, figures: &mut Figures) {
     let file: Vec<u8> = (0..32u32 << 20)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
-    let peak = peak_memory_mib(pid);
+    let peak = peak_memory_mib(server);
     let began = Instant::now();
     let (status, reply) = server.post_multipart_bytes(
         "/upload",
@@ -464,7 +458,7 @@ fn session_files(server: &Server, pid: u32, figures: &mut Figures) {
     figures.push(("32 MiB session file: download, ms", ms(downloaded)));
     figures.push((
         "32 MiB session file: server's peak memory grew by, MiB",
-        peak_memory_mib(pid) - peak,
+        peak_memory_mib(server) - peak,
     ));
 }
 
@@ -522,8 +516,7 @@ fn run(binary: &Path, store: Store, url: Option<&str>) -> Figures {
     let mut figures = Figures::new();
     let only = std::env::var("BATON_BENCH_ONLY").ok();
     if store != Store::Cluster && matches!(only.as_deref(), None | Some("files")) {
-        let pid = servers[0].pid().unwrap_or_else(|| panic!("no server pid"));
-        session_files(&servers[0], pid, &mut figures);
+        session_files(&servers[0], &mut figures);
     }
     if only.as_deref() == Some("files") {
         return figures;

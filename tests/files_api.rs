@@ -210,17 +210,10 @@ fn files_of_several_chunks_come_back_whole_after_a_sigkill() {
     check_large_files(&mut server);
 }
 
-/// The server's peak resident memory (`VmHWM`), bytes.
 fn peak_memory(server: &Server) -> u64 {
-    let pid = server.pid().unwrap_or_else(|| panic!("no server"));
-    let status =
-        std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_else(|e| panic!("{e}"));
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|kb| kb.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map(|kb| kb * 1024)
-        .unwrap_or_else(|| panic!("no VmHWM in {status}"))
+    server
+        .peak_memory()
+        .unwrap_or_else(|| panic!("no VmHWM for the server"))
 }
 
 #[test]

@@ -183,8 +183,7 @@ pub trait Store: Send + Sync {
         expected: &[u8],
         new: &[u8],
     ) -> CasResult {
-        let mut all = puts.to_vec();
-        all.push((key, new));
+        let all = with_swap(puts, key, new);
         self.apply_batch_if((key, expected), &all, &[]).await
     }
     /// Applies puts and deletes atomically.
@@ -345,6 +344,19 @@ fn scan<'a, T>(store: &'a dyn Store, prefix: &[u8], head_len: usize) -> Scan<'a,
         page: Vec::new().into_iter(),
         done: false,
     }
+}
+
+/// `puts` and then the swap's own write (`key` set to `new`): the batch a
+/// store that applies a swap and its puts atomically writes.
+fn with_swap<'a>(
+    puts: &[(&'a [u8], &'a [u8])],
+    key: &'a [u8],
+    new: &'a [u8],
+) -> Vec<(&'a [u8], &'a [u8])> {
+    let mut all = Vec::with_capacity(puts.len() + 1);
+    all.extend_from_slice(puts);
+    all.push((key, new));
+    all
 }
 
 /// The pairs whose key starts with `prefix`, in key order.

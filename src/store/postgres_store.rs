@@ -303,83 +303,73 @@ impl PostgresStore {
     /// then the deletes in order would be: a key put twice takes its last
     /// value, a key put and deleted is deleted (one statement may change
     /// a row only once).
+    ///
+    /// With [`Commit::Now`] the statement runs between two session
+    /// settings sent with it (still one round trip), so its commit waits
+    /// for PostgreSQL's log, and with it every commit before it: a flush
+    /// after it has nothing to do unless other writes came since it began.
+    /// A failure counts it as a write (it may have committed).
     async fn batch(
         &self,
         guard: Option<(&[u8], &[u8])>,
         puts: &[(&[u8], &[u8])],
         deletes: &[&[u8]],
-    ) -> CasResult {
-        let _counted = CountedWrite::new(&self.written);
-        let (keys, values) = final_puts(puts, deletes);
-        let deletes: Vec<&[u8]> = deletes.to_vec();
-        let client = self.client().await?;
-        let Some((key, expected)) = guard else {
-            let statement = client.prepare_cached(BATCH).await.map_err(database)?;
-            client
-                .execute(&statement, &[&keys, &values, &deletes])
-                .await
-                .map_err(database)?;
-            return Ok(Ok(()));
-        };
-        let statement = client
-            .prepare_cached(GUARDED_BATCH)
-            .await
-            .map_err(database)?;
-        let row = client
-            .query_one(&statement, &[&key, &expected, &keys, &values, &deletes])
-            .await
-            .map_err(database)?;
-        Ok(guarded(row.get(0), expected))
-    }
-}
-
-/// What a guarded batch did, from what its guard's row held.
-fn guarded(current: Option<Vec<u8>>, expected: &[u8]) -> Result<(), CasConflict> {
-    if current.as_deref() == Some(expected) {
-        Ok(())
-    } else {
-        Err(CasConflict { current })
-    }
-}
-
-impl PostgresStore {
-    /// A guarded batch committed before it returns: the statement runs
-    /// between two session settings sent with it (one round trip), so its
-    /// commit waits for PostgreSQL's log, and with it every commit before
-    /// it. A flush after it has nothing to do unless other writes came
-    /// since it began. A failure counts it as a write (it may have
-    /// committed).
-    async fn durable_guarded_batch(
-        &self,
-        guard: (&[u8], &[u8]),
-        puts: &[(&[u8], &[u8])],
+        commit: Commit,
     ) -> CasResult {
         let counted = CountedWrite::new(&self.written);
         let before = self.written.load(Ordering::Acquire);
-        let (keys, values) = final_puts(puts, &[]);
-        let deletes: Vec<&[u8]> = Vec::new();
-        let (key, expected) = guard;
+        let (keys, values) = final_puts(puts, deletes);
+        let deletes: Vec<&[u8]> = deletes.to_vec();
         let client = self.client().await?;
-        let statement = client
-            .prepare_cached(GUARDED_BATCH)
-            .await
-            .map_err(database)?;
-        let params: [&(dyn ToSql + Sync); 5] = [&key, &expected, &keys, &values, &deletes];
-        let (on, row, off) = futures_util::future::join3(
-            client.batch_execute(SYNCHRONOUS_ON),
-            client.query_one(&statement, &params),
-            client.batch_execute(SYNCHRONOUS_OFF),
-        )
-        .await;
-        on.map_err(database)?;
-        let current: Option<Vec<u8>> = row.map_err(database)?.get(0);
-        off.map_err(database)?;
-        counted.durable();
-        // Every write counted before this one began had committed before
-        // it, so its synchronous commit covers them.
-        self.flushed.fetch_max(before, Ordering::AcqRel);
-        Ok(guarded(current, expected))
+        let sql = if guard.is_some() {
+            GUARDED_BATCH
+        } else {
+            BATCH
+        };
+        let statement = client.prepare_cached(sql).await.map_err(database)?;
+        let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(5);
+        if let Some((key, expected)) = &guard {
+            params.extend([key as &(dyn ToSql + Sync), expected]);
+        }
+        params.extend([&keys as &(dyn ToSql + Sync), &values, &deletes]);
+        let rows = match commit {
+            Commit::AtNextFlush => client.query(&statement, &params).await,
+            Commit::Now => {
+                let (on, rows, off) = futures_util::future::join3(
+                    client.batch_execute(SYNCHRONOUS_ON),
+                    client.query(&statement, &params),
+                    client.batch_execute(SYNCHRONOUS_OFF),
+                )
+                .await;
+                on.and(rows).and_then(|rows| off.map(|()| rows))
+            }
+        }
+        .map_err(database)?;
+        if commit == Commit::Now {
+            counted.durable();
+            // Every write counted before this one began had committed
+            // before it, so its synchronous commit covers them.
+            self.flushed.fetch_max(before, Ordering::AcqRel);
+        }
+        let Some((_, expected)) = guard else {
+            return Ok(Ok(()));
+        };
+        let current: Option<Vec<u8>> = rows.first().and_then(|row| row.get(0));
+        if current.as_deref() == Some(expected) {
+            Ok(Ok(()))
+        } else {
+            Ok(Err(CasConflict { current }))
+        }
     }
+}
+
+/// When a batch's commit reaches the disk.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Commit {
+    /// At the next flush (the session's `synchronous_commit = off`).
+    AtNextFlush,
+    /// Before the call returns.
+    Now,
 }
 
 /// The keys and values a batch leaves put: each key's last value, and no
@@ -480,7 +470,7 @@ const GUARDED_BATCH: &str = "WITH guard AS (SELECT value FROM baton_kv WHERE key
         SELECT k, v FROM unnest($3::bytea[], $4::bytea[]) AS p(k, v) WHERE EXISTS (SELECT 1 FROM allowed) \
         ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value) \
     SELECT (SELECT value FROM guard)";
-/// Around a batch committed at once (`durable_guarded_batch`).
+/// Around a batch committed at once ([`Commit::Now`]).
 const SYNCHRONOUS_ON: &str = "SET synchronous_commit = on";
 const SYNCHRONOUS_OFF: &str = "SET synchronous_commit = off";
 const UPSERT: &str = "INSERT INTO baton_kv (key, value) VALUES ($1, $2) \
@@ -577,9 +567,9 @@ impl Store for PostgresStore {
         expected: &[u8],
         new: &[u8],
     ) -> CasResult {
-        let mut all = puts.to_vec();
-        all.push((key, new));
-        self.durable_guarded_batch((key, expected), &all).await
+        let all = super::with_swap(puts, key, new);
+        self.batch(Some((key, expected)), &all, &[], Commit::Now)
+            .await
     }
 
     /// One guarded statement: one round trip, all or nothing.
@@ -590,9 +580,7 @@ impl Store for PostgresStore {
         new: &[u8],
         puts: &[(&[u8], &[u8])],
     ) -> CasResult {
-        let mut all = Vec::with_capacity(puts.len() + 1);
-        all.extend_from_slice(puts);
-        all.push((key, new));
+        let all = super::with_swap(puts, key, new);
         self.apply_batch_if((key, expected), &all, &[]).await
     }
 
@@ -601,7 +589,7 @@ impl Store for PostgresStore {
         puts: &[(&[u8], &[u8])],
         deletes: &[&[u8]],
     ) -> Result<(), StoreError> {
-        match self.batch(None, puts, deletes).await? {
+        match self.batch(None, puts, deletes, Commit::AtNextFlush).await? {
             Ok(()) => Ok(()),
             Err(conflict) => Err(StoreError::Database(format!(
                 "an unguarded batch reported a conflict: {conflict:?}"
@@ -615,7 +603,8 @@ impl Store for PostgresStore {
         puts: &[(&[u8], &[u8])],
         deletes: &[&[u8]],
     ) -> CasResult {
-        self.batch(Some(guard), puts, deletes).await
+        self.batch(Some(guard), puts, deletes, Commit::AtNextFlush)
+            .await
     }
 
     async fn flush(&self) -> Result<(), StoreError> {

@@ -453,8 +453,9 @@ impl Files {
     }
 
     /// Stores a file held whole in a session; returns what a listing shows
-    /// of it.
-    pub async fn put(
+    /// of it (the tests' shorthand for [`Files::keep_produced`] of one).
+    #[cfg(test)]
+    async fn put(
         &self,
         owner: [u8; 8],
         session: &str,

@@ -83,6 +83,16 @@ impl Server {
         })
     }
 
+    /// The server's peak resident memory (`VmHWM`), bytes, while it runs.
+    pub(crate) fn peak_memory(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
+        let kib = status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmHWM:"))?;
+        let kib: u64 = kib.trim().trim_end_matches("kB").trim().parse().ok()?;
+        Some(kib * 1024)
+    }
+
     /// SIGKILLs the server (and so its zygote and children).
     pub(crate) fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
