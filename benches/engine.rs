@@ -37,6 +37,9 @@ fn spec(source: &str) -> ExecutionSpec {
         files: Vec::new(),
         argv: Vec::new(),
         policy: Default::default(),
+        lang: Default::default(),
+        read_only: Vec::new(),
+        directories: Vec::new(),
     }
 }
 

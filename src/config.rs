@@ -67,6 +67,15 @@ pub mod defaults {
     pub const BODY_LIMIT: usize = 4 << 20;
     /// Seconds a request body may take to arrive.
     pub const BODY_TIMEOUT_SECS: u64 = 30;
+    /// Size of an upload's body, bytes (LibreChat's own file limit).
+    pub const UPLOAD_LIMIT: usize = 150 << 20;
+    /// Seconds a runtime session keeps its files after its last call.
+    pub const RUNTIME_SESSION_IDLE_SECS: u64 = 7200;
+    /// Seconds a runtime session lives at most.
+    pub const RUNTIME_SESSION_MAX_SECS: u64 = 28_800;
+    /// Seconds a call waits for a busy runtime session (the official Code
+    /// API's wait).
+    pub const RUNTIME_SESSION_WAIT_SECS: u64 = 15;
     /// Seconds session files are kept.
     pub const FILE_TTL_SECS: u64 = 86_400;
     /// Seconds between sweeps.
@@ -165,6 +174,54 @@ pub struct ServeArgs {
     /// generated on first start and kept in `<data-dir>/api_key`.
     #[arg(long = "api-key", env = "BATON_API_KEYS", value_delimiter = ',')]
     pub api_keys: Vec<String>,
+    /// Which callers are accepted: `api-key` (baton's API keys), `librechat-jwt`
+    /// (LibreChat's Code API tokens), `both` (either, one per request; the
+    /// default when a JWT key is given, `api-key` otherwise), or `none`
+    /// (no check at all: only with `--allow-auth-provider-none`).
+    #[arg(long, env = "CODEAPI_AUTH_PROVIDER", value_enum)]
+    pub auth_provider: Option<crate::auth::Provider>,
+    /// Lets `--auth-provider none` start: every caller is then whoever it
+    /// says it is (`User-Id`), with no credential checked.
+    #[arg(
+        long,
+        env = "CODEAPI_ALLOW_AUTH_PROVIDER_NONE",
+        default_value_t = false
+    )]
+    pub allow_auth_provider_none: bool,
+    /// The public key LibreChat's tokens are verified with: a PEM (Ed25519
+    /// or RSA; `\n` escapes allowed), the base64 of its DER, or a JWK.
+    /// Needs `--jwt-kid`.
+    #[arg(long, env = "CODEAPI_JWT_PUBLIC_KEY", hide_env_values = true)]
+    pub jwt_public_key: Option<String>,
+    /// The `kid` of `--jwt-public-key` (LibreChat's default is
+    /// `lc-codeapi-2026-05`); `CODEAPI_JWT_KEY_ID` is read too.
+    #[arg(long, env = "CODEAPI_JWT_KID")]
+    pub jwt_kid: Option<String>,
+    /// A directory of public keys, one per file, each file's name without
+    /// its extension being its `kid` (for rotation).
+    #[arg(long, env = "CODEAPI_JWT_PUBLIC_KEYS_DIR")]
+    pub jwt_public_keys_dir: Option<PathBuf>,
+    /// Public keys as an inline JWKS: `{"keys": [{"kid", "kty", ...}]}`.
+    #[arg(long, env = "CODEAPI_JWT_JWKS_JSON", hide_env_values = true)]
+    pub jwt_jwks_json: Option<String>,
+    /// The `iss` tokens must carry.
+    #[arg(long, env = "CODEAPI_JWT_ISSUER", default_value = "librechat")]
+    pub jwt_issuer: String,
+    /// The audience tokens' `aud` must name.
+    #[arg(long, env = "CODEAPI_JWT_AUDIENCE", default_value = "codeapi")]
+    pub jwt_audience: String,
+    /// Token algorithms accepted (comma-separated): `EdDSA`, `RS256`.
+    #[arg(long, env = "CODEAPI_JWT_ALLOWED_ALGS", default_value = "EdDSA,RS256")]
+    pub jwt_allowed_algs: String,
+    /// Seconds of clock difference tolerated on a token's times (at most 30).
+    #[arg(long, env = "CODEAPI_JWT_CLOCK_SKEW_SECONDS", default_value_t = crate::auth::jwt::MAX_CLOCK_SKEW_SECS)]
+    pub jwt_clock_skew_seconds: u64,
+    /// The longest token lifetime (`exp - iat`) accepted, seconds (at most 300).
+    #[arg(long, env = "CODEAPI_JWT_MAX_TTL_SECONDS", default_value_t = crate::auth::jwt::MAX_TTL_SECS)]
+    pub jwt_max_ttl_seconds: u64,
+    /// The tenant of tokens without `tenant_id`, and of unverified callers.
+    #[arg(long, env = "CODEAPI_JWT_SINGLE_TENANT_ID", default_value = "legacy")]
+    pub jwt_single_tenant_id: String,
     /// Token signing keys as `id:hexsecret` (comma-separated; the first signs
     /// new tokens, all verify). When none is given, one is generated on first
     /// start and kept in `<data-dir>/signing_key`.
@@ -234,6 +291,22 @@ pub struct ServeArgs {
     /// Maximum size of a request body, in bytes.
     #[arg(long, env = "BATON_BODY_LIMIT", default_value_t = defaults::BODY_LIMIT)]
     pub body_limit: usize,
+    /// Largest body of an upload (`/upload`, `/upload/batch`), in bytes
+    /// (LibreChat uploads files of up to 150 MiB).
+    #[arg(long, env = "BATON_UPLOAD_LIMIT", default_value_t = defaults::UPLOAD_LIMIT)]
+    pub upload_limit: usize,
+    /// Seconds a runtime session (`X-CodeAPI-Expected-Profile: stateful`)
+    /// keeps its `/mnt/data` after its last call.
+    #[arg(long, env = "BATON_RUNTIME_SESSION_IDLE_SECS", default_value_t = defaults::RUNTIME_SESSION_IDLE_SECS)]
+    pub runtime_session_idle_secs: u64,
+    /// Seconds a runtime session lives at most from its first call (at most
+    /// `--file-ttl-secs`: its files live no longer).
+    #[arg(long, env = "BATON_RUNTIME_SESSION_MAX_SECS", default_value_t = defaults::RUNTIME_SESSION_MAX_SECS)]
+    pub runtime_session_max_secs: u64,
+    /// Seconds a call waits for its runtime session while another call
+    /// holds it (then 409 `runtime_session_busy`).
+    #[arg(long, env = "BATON_RUNTIME_SESSION_WAIT_SECS", default_value_t = defaults::RUNTIME_SESSION_WAIT_SECS)]
+    pub runtime_session_wait_secs: u64,
     /// Seconds a request body may take to arrive (408 beyond).
     #[arg(long, env = "BATON_BODY_TIMEOUT_SECS", default_value_t = defaults::BODY_TIMEOUT_SECS)]
     pub body_timeout_secs: u64,
@@ -321,6 +394,112 @@ pub async fn load_secrets(
         api_keys,
         signing_keys,
     })
+}
+
+/// The caller checks `args` configure, accepting `api_keys`: the
+/// provider (the default: `both` when a token key is given, else
+/// `api-key`), and the token keys from the inline JWKS, the keys directory
+/// and the single key, in that order (a later `kid` replaces an earlier
+/// one). Every refusal is a sentence naming the flag.
+pub fn authenticator(
+    args: &ServeArgs,
+    api_keys: &[String],
+) -> Result<crate::auth::Authenticator, ConfigError> {
+    use crate::auth::{Authenticator, JwtSettings, Provider, VerifyingKey};
+    let invalid = |text: String| ConfigError::Invalid(text);
+    let mut keys = std::collections::HashMap::new();
+    if let Some(jwks) = args
+        .jwt_jwks_json
+        .as_deref()
+        .filter(|j| !j.trim().is_empty())
+    {
+        let found = JwtSettings::keys_from_jwks(jwks)
+            .map_err(|e| invalid(format!("--jwt-jwks-json (CODEAPI_JWT_JWKS_JSON): {e}")))?;
+        keys.extend(found);
+    }
+    if let Some(dir) = &args.jwt_public_keys_dir {
+        let found = JwtSettings::keys_from_dir(dir).map_err(|e| {
+            invalid(format!(
+                "--jwt-public-keys-dir (CODEAPI_JWT_PUBLIC_KEYS_DIR): {e}"
+            ))
+        })?;
+        keys.extend(found);
+    }
+    if let Some(text) = args
+        .jwt_public_key
+        .as_deref()
+        .filter(|k| !k.trim().is_empty())
+    {
+        let kid = args
+            .jwt_kid
+            .clone()
+            .or_else(|| std::env::var("CODEAPI_JWT_KEY_ID").ok())
+            .filter(|k| !k.trim().is_empty())
+            .ok_or_else(|| {
+                invalid("--jwt-public-key (CODEAPI_JWT_PUBLIC_KEY) needs its kid: give --jwt-kid (CODEAPI_JWT_KID), LibreChat's CODEAPI_JWT_KID (lc-codeapi-2026-05 when it sets none)".into())
+            })?;
+        let key = VerifyingKey::parse(text)
+            .map_err(|e| invalid(format!("--jwt-public-key (CODEAPI_JWT_PUBLIC_KEY): {e}")))?;
+        keys.insert(kid.trim().to_owned(), key);
+    }
+    if args.jwt_clock_skew_seconds > crate::auth::jwt::MAX_CLOCK_SKEW_SECS {
+        return Err(invalid(format!(
+            "--jwt-clock-skew-seconds (CODEAPI_JWT_CLOCK_SKEW_SECONDS) is {}: at most {} seconds",
+            args.jwt_clock_skew_seconds,
+            crate::auth::jwt::MAX_CLOCK_SKEW_SECS
+        )));
+    }
+    if !(1..=crate::auth::jwt::MAX_TTL_SECS).contains(&args.jwt_max_ttl_seconds) {
+        return Err(invalid(format!(
+            "--jwt-max-ttl-seconds (CODEAPI_JWT_MAX_TTL_SECONDS) is {}: give 1 to {} seconds",
+            args.jwt_max_ttl_seconds,
+            crate::auth::jwt::MAX_TTL_SECS
+        )));
+    }
+    let algorithms = JwtSettings::parse_algorithms(&args.jwt_allowed_algs).map_err(|e| {
+        invalid(format!(
+            "--jwt-allowed-algs (CODEAPI_JWT_ALLOWED_ALGS): {e}"
+        ))
+    })?;
+    let provider = args.auth_provider.unwrap_or(if keys.is_empty() {
+        Provider::ApiKey
+    } else {
+        Provider::Both
+    });
+    match provider {
+        Provider::LibrechatJwt | Provider::Both if keys.is_empty() => {
+            return Err(invalid(format!(
+                "--auth-provider {} needs the public key LibreChat signs with: give --jwt-public-key and --jwt-kid (CODEAPI_JWT_PUBLIC_KEY, CODEAPI_JWT_KID), --jwt-public-keys-dir or --jwt-jwks-json",
+                provider.name()
+            )));
+        }
+        Provider::None if !args.allow_auth_provider_none => {
+            return Err(invalid(
+                "--auth-provider none checks no credential at all: every caller could act as any user. Give --allow-auth-provider-none (CODEAPI_ALLOW_AUTH_PROVIDER_NONE=true) to run so on purpose, or configure LibreChat's JWT (see the README)".into(),
+            ));
+        }
+        _ => {}
+    }
+    if algorithms.is_empty() && provider != Provider::ApiKey && provider != Provider::None {
+        return Err(invalid(
+            "--jwt-allowed-algs (CODEAPI_JWT_ALLOWED_ALGS) names no algorithm: give EdDSA and/or RS256".into(),
+        ));
+    }
+    let jwt = (!keys.is_empty()).then(|| JwtSettings {
+        keys,
+        issuer: args.jwt_issuer.clone(),
+        audience: args.jwt_audience.clone(),
+        algorithms,
+        clock_skew_secs: args.jwt_clock_skew_seconds,
+        max_ttl_secs: args.jwt_max_ttl_seconds,
+        default_tenant: args.jwt_single_tenant_id.clone(),
+    });
+    Ok(Authenticator::new(
+        provider,
+        api_keys,
+        jwt,
+        args.jwt_single_tenant_id.clone(),
+    ))
 }
 
 fn generate_signing_key() -> String {

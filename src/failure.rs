@@ -33,10 +33,14 @@ impl Stream {
 /// Why an execution ended without completing.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 pub enum Failure {
-    /// The program raised (or exited non-zero); the text is the
-    /// exception's line, `Type: message`.
+    /// The program raised; the text is the exception's line,
+    /// `Type: message` (`SystemExit: text` for an exit with a message).
     #[error("{0}")]
     Exception(String),
+    /// The program exited with this non-zero status (`sys.exit(3)`; a
+    /// shell command line's last status).
+    #[error("SystemExit: {0}")]
+    Exit(i32),
     /// The run-time budget, summed over rounds, is spent.
     #[error("Time limit exceeded")]
     TimeLimit,
@@ -99,10 +103,29 @@ impl Failure {
         ))
     }
 
+    /// Whether the code ended itself (it raised, or exited): what it did
+    /// to its files until then stands, as on a disk.
+    pub fn is_the_codes_own(&self) -> bool {
+        matches!(self, Failure::Exception(_) | Failure::Exit(_))
+    }
+
+    /// The exit status a process would have ended with: 1 for an exception,
+    /// the status for an exit (modulo 256, as the kernel keeps it); `None`
+    /// when the code was stopped from outside (time, memory, output, a
+    /// crash, a cancel).
+    pub fn exit_status(&self) -> Option<i32> {
+        match self {
+            Failure::Exception(_) => Some(1),
+            Failure::Exit(status) => Some(status.rem_euclid(256)),
+            _ => None,
+        }
+    }
+
     /// The failure's kind, a stable label for metrics and logs.
     pub fn kind(&self) -> &'static str {
         match self {
             Failure::Exception(_) => "exception",
+            Failure::Exit(_) => "exit",
             Failure::TimeLimit => "time_limit",
             Failure::OutOfMemory => "out_of_memory",
             Failure::OutputCap(_) => "output_cap",
@@ -124,6 +147,10 @@ mod tests {
     #[test]
     fn texts_are_the_contracts() {
         assert_eq!(Failure::TimeLimit.to_string(), "Time limit exceeded");
+        assert_eq!(Failure::Exit(3).to_string(), "SystemExit: 3");
+        assert_eq!(Failure::Exit(256).exit_status(), Some(0));
+        assert_eq!(Failure::Exit(-1).exit_status(), Some(255));
+        assert_eq!(Failure::TimeLimit.exit_status(), None);
         assert_eq!(Failure::OutOfMemory.to_string(), "Out of memory");
         assert_eq!(
             Failure::OutputCap(Stream::Stderr).to_string(),
@@ -155,6 +182,7 @@ mod tests {
     fn kinds_are_distinct() {
         let all = [
             Failure::Exception(String::new()),
+            Failure::Exit(2),
             Failure::TimeLimit,
             Failure::OutOfMemory,
             Failure::OutputCap(Stream::Stdout),

@@ -33,6 +33,9 @@ use crate::tools::ToolDef;
 
 /// The on-disk format version written by this build (record parts).
 pub const FORMAT_VERSION: u16 = 5;
+/// The format of a start part that names read-only files (written only
+/// then, so that other records stay readable by builds before it).
+pub const READ_ONLY_VERSION: u16 = 6;
 /// The first format of record parts (read: its parts have no extension).
 pub const FIRST_PARTS_VERSION: u16 = 4;
 /// The last format that stored a record whole (read, and written only by
@@ -190,6 +193,21 @@ pub struct ExecutionRecord {
     /// `include_history`). Format 5 (start part's extension).
     #[serde(skip)]
     pub include_history: bool,
+    /// Names of the workspace files code may read and not change (uploaded
+    /// `read_only`). Format 6 (start part's extension).
+    #[serde(skip)]
+    pub read_only: Vec<String>,
+    /// The language of `source` (not stored: only Python can pause, so a
+    /// stored record is always Python's).
+    #[serde(skip)]
+    pub lang: crate::program::Lang,
+    /// Directories the workspace starts with beside those of its files (a
+    /// runtime session's empty ones; not stored: such calls cannot pause).
+    #[serde(skip)]
+    pub directories: Vec<String>,
+    /// Directories the code left empty, once it ended (not stored).
+    #[serde(skip)]
+    pub directories_left: Vec<String>,
     /// Wall-clock milliseconds of each pause, and of the arrival of each
     /// round's results: how long the client took per round. Format 5
     /// (progress part's extension); empty for what earlier formats stored.
@@ -393,6 +411,10 @@ pub(crate) mod tests {
             stored: StoredExtent::default(),
             direct_only: Vec::new(),
             include_history: false,
+            read_only: Vec::new(),
+            lang: Default::default(),
+            directories: Vec::new(),
+            directories_left: Vec::new(),
             round_times: RoundTimes::default(),
         }
     }

@@ -7,6 +7,7 @@
 //! - [`server`], [`config`]: the process and its settings (every default in
 //!   [`config::defaults`]).
 //! - [`api`]: HTTP only; the one place errors become statuses.
+//! - [`auth`]: who a request acts for (API keys, LibreChat's tokens).
 //! - [`service`]: start, continue, cancel, inspect, sweep; no HTTP.
 //! - [`engine`]: an execution's lifecycle on a record: start, hot and cold
 //!   resume, budgets, parked children.
@@ -19,6 +20,7 @@
 //! - [`store`], [`state`], [`workspace`], [`token`]: what is stored, and how.
 
 pub mod api;
+pub mod auth;
 pub mod config;
 pub mod contract;
 pub mod engine;

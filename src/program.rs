@@ -90,9 +90,35 @@ pub struct CallSite {
     pub line: usize,
 }
 
+/// The language of a program's source.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Lang {
+    /// Python, rewritten at its tool call sites.
+    #[default]
+    Python,
+    /// A shell command line, run by the runtime's own small shell
+    /// (`stdlib_shims/baton_shell.py`) over the same `/mnt/data`.
+    Bash,
+}
+
+impl Lang {
+    /// The language a request's `lang` names: `py`/`python`, `bash`/`sh`;
+    /// `None` for the others.
+    pub fn parse(name: &str) -> Option<Lang> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "py" | "python" | "python3" => Some(Lang::Python),
+            "bash" | "sh" => Some(Lang::Bash),
+            _ => None,
+        }
+    }
+}
+
 /// What a child runs.
 #[derive(Clone, Debug, Serialize)]
 pub struct Program {
+    /// The language of `source`.
+    pub lang: Lang,
     /// The rewritten source (the user's when it does not parse: the child's
     /// compiler then reports the error as the VM does).
     pub source: String,
@@ -108,6 +134,10 @@ pub struct Program {
     pub limits: ProgramLimits,
     /// `sys.argv[1:]`.
     pub argv: Vec<String>,
+    /// Names of the workspace files code may read and not change.
+    pub read_only: Vec<String>,
+    /// Directories of the workspace beside those of its files.
+    pub directories: Vec<String>,
 }
 
 impl Program {
@@ -164,6 +194,7 @@ impl Program {
             })
             .collect();
         Ok(Program {
+            lang: Lang::Python,
             source: rewritten.source,
             original: source.to_owned(),
             marker: rewritten.marker,
@@ -171,7 +202,33 @@ impl Program {
             tools,
             limits,
             argv: argv.to_vec(),
+            read_only: Vec::new(),
+            directories: Vec::new(),
         })
+    }
+
+    /// A shell command line: no tools, nothing rewritten.
+    pub fn shell(script: &str, limits: ProgramLimits, argv: &[String]) -> Program {
+        Program {
+            lang: Lang::Bash,
+            source: script.to_owned(),
+            original: script.to_owned(),
+            marker: "_B".to_owned(),
+            sites: Vec::new(),
+            tools: Vec::new(),
+            limits,
+            argv: argv.to_vec(),
+            read_only: Vec::new(),
+            directories: Vec::new(),
+        }
+    }
+
+    /// The program with `read_only` names and `directories` in its
+    /// workspace.
+    pub fn with_workspace(mut self, read_only: &[String], directories: &[String]) -> Program {
+        self.read_only = read_only.to_vec();
+        self.directories = directories.to_vec();
+        self
     }
 
     /// The program as the runtime reads it.

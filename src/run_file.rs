@@ -110,6 +110,9 @@ async fn run_program(args: &RunArgs) -> Result<Result<(), Option<String>>, RunEr
             files: Vec::new(),
             argv: args.argv.clone(),
             policy: Default::default(),
+            lang: Default::default(),
+            read_only: Vec::new(),
+            directories: Vec::new(),
         })
         .map_err(|e| RunError::Setup(e.to_string()))?;
     let mut printed = Printed::default();

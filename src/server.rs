@@ -9,7 +9,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::format::FmtSpan;
 
@@ -128,6 +127,8 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?;
     let keys = signing_keys(secrets.signing_keys)?;
+    let auth = crate::config::authenticator(&args, &secrets.api_keys).map_err(|e| e.to_string())?;
+    announce_auth(&auth);
     let engine = Engine::new(engine_config(&args)?).map_err(|e| e.to_string())?;
     let service = Service::new(
         engine,
@@ -141,6 +142,11 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             file_ttl_secs: args.file_ttl_secs,
             max_key_storage_bytes: args.max_key_storage_mb.saturating_mul(1 << 20),
             record_cache_bytes: args.record_cache_mb.saturating_mul(1 << 20),
+            runtime_sessions: crate::service::RuntimeSessionLimits {
+                idle_secs: args.runtime_session_idle_secs,
+                max_secs: args.runtime_session_max_secs.min(args.file_ttl_secs),
+                wait: Duration::from_secs(args.runtime_session_wait_secs),
+            },
         },
     );
     let recovered = service
@@ -162,13 +168,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     let metrics = crate::metrics_catalog::install();
     let state = Arc::new(AppState {
         service,
-        api_key_hashes: secrets
-            .api_keys
-            .iter()
-            .map(|k| Sha256::digest(k.as_bytes()).into())
-            .collect(),
+        auth,
         metrics,
         body_limit: args.body_limit,
+        upload_limit: args.upload_limit,
         body_timeout: Duration::from_secs(args.body_timeout_secs.max(1)),
         forwarder: store.shared().then(Forwarder::new),
     });
@@ -188,6 +191,27 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     store.flush().await.map_err(|e| e.to_string())?;
     tracing::info!("stopped; every paused execution is on disk");
     Ok(())
+}
+
+/// Says which callers are accepted; loudly when none is checked.
+fn announce_auth(auth: &crate::auth::Authenticator) {
+    use crate::auth::Provider;
+    match auth.provider() {
+        Provider::None => {
+            let warning = "--auth-provider none: NO CREDENTIAL IS CHECKED. Anyone who reaches this port can run code, and every caller is one user: all files and executions are shared. Run so only on a private network, for development";
+            eprintln!("baton: WARNING: {warning}");
+            tracing::warn!(auth_provider = "none", "{warning}");
+        }
+        provider => tracing::info!(
+            auth_provider = provider.name(),
+            "callers are checked: {}",
+            match provider {
+                Provider::ApiKey => "API keys",
+                Provider::LibrechatJwt => "LibreChat's Code API tokens (JWT)",
+                _ => "LibreChat's Code API tokens (JWT) or API keys",
+            }
+        ),
+    }
 }
 
 /// The store `--store` names (PostgreSQL), or the embedded one in the

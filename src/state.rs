@@ -34,6 +34,7 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::failure::Failure;
 use crate::journal::{ExecutionRecord, HistoryCall, Timeline};
 use crate::workspace::FileMeta;
 
@@ -180,8 +181,52 @@ pub struct EndedOutcome {
     /// The tool calls it made, for operators (added in the second format).
     pub timeline: Timeline,
     /// The calls as the answer's `history` lists them, when the start asked
-    /// for it (second format; must stay the last field).
+    /// for it (second format).
     pub history: Option<Vec<HistoryCall>>,
+    /// Its exit status and failure kind (third format; must stay the last
+    /// field).
+    pub ending: Ending,
+}
+
+/// How an execution ended: what `POST /exec` answers as `code`, `status`
+/// and `signal`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ending {
+    /// The status its code ended with: 0 when it completed, 1 when it
+    /// raised, `n` for `exit(n)`; `None` when it was stopped from outside
+    /// (or stored by a build before this field).
+    pub exit_status: Option<i32>,
+    /// How it failed ([`Failure::kind`]), when it did.
+    pub failure_kind: Option<String>,
+}
+
+impl Ending {
+    /// The ending of an execution that completed (`None`) or failed so.
+    pub fn of(failure: Option<&Failure>) -> Ending {
+        match failure {
+            None => Ending {
+                exit_status: Some(0),
+                failure_kind: None,
+            },
+            Some(failure) => Ending {
+                exit_status: failure.exit_status(),
+                failure_kind: Some(failure.kind().to_owned()),
+            },
+        }
+    }
+}
+
+/// The second stored format of [`EndedOutcome`] (before its ending).
+#[derive(Deserialize)]
+struct EndedOutcomeV2 {
+    error: Option<String>,
+    stdout: String,
+    stderr: String,
+    files: Vec<FileMeta>,
+    deleted: Vec<String>,
+    session_id: String,
+    timeline: Timeline,
+    history: Option<Vec<HistoryCall>>,
 }
 
 /// The first stored format of [`EndedOutcome`] (before the timeline).
@@ -201,23 +246,26 @@ impl EndedOutcome {
         encode(self)
     }
 
-    /// Decodes either stored format.
+    /// Decodes any stored format (the newest is tried first: bincode reads
+    /// an older prefix of a newer value too).
     pub fn decode(bytes: &[u8]) -> Option<Self> {
-        decode_either::<Self, EndedOutcomeV1>(bytes)
+        bincode::deserialize::<Self>(bytes)
+            .ok()
+            .or_else(|| decode_either::<EndedOutcomeV2, EndedOutcomeV1>(bytes).map(Into::into))
     }
 
-    /// The outcome of `record` ended with `error` (`None`: completed),
+    /// The outcome of `record` ended with `failure` (`None`: completed),
     /// leaving `files` and having removed `deleted`; `history` when the
     /// answer lists the calls.
     pub fn of(
         record: &ExecutionRecord,
-        error: Option<String>,
+        failure: Option<&Failure>,
         files: Vec<FileMeta>,
         deleted: Vec<String>,
         history: Option<Vec<HistoryCall>>,
     ) -> Self {
         EndedOutcome {
-            error,
+            error: failure.map(Failure::to_string),
             stdout: record.stdout.clone(),
             stderr: record.stderr.clone(),
             files,
@@ -225,13 +273,30 @@ impl EndedOutcome {
             session_id: record.session_id.clone(),
             timeline: Timeline::of(record),
             history,
+            ending: Ending::of(failure),
         }
     }
 }
 
-impl From<EndedOutcomeV1> for EndedOutcome {
-    fn from(old: EndedOutcomeV1) -> Self {
+impl From<EndedOutcomeV2> for EndedOutcome {
+    fn from(old: EndedOutcomeV2) -> Self {
         EndedOutcome {
+            error: old.error,
+            stdout: old.stdout,
+            stderr: old.stderr,
+            files: old.files,
+            deleted: old.deleted,
+            session_id: old.session_id,
+            timeline: old.timeline,
+            history: old.history,
+            ending: Ending::default(),
+        }
+    }
+}
+
+impl From<EndedOutcomeV1> for EndedOutcomeV2 {
+    fn from(old: EndedOutcomeV1) -> Self {
+        EndedOutcomeV2 {
             error: old.error,
             stdout: old.stdout,
             stderr: old.stderr,
@@ -474,9 +539,37 @@ mod tests {
         );
         assert_eq!(outcome.deleted, vec!["a.txt".to_owned()]);
         assert_eq!(outcome.timeline, Timeline::default());
+        assert_eq!(outcome.ending, Ending::default());
         let mut new = outcome;
         new.timeline.omitted = 3;
         assert_eq!(EndedOutcome::decode(&new.encode()), Some(new));
+    }
+
+    #[test]
+    fn an_outcome_of_the_second_format_decodes_without_its_ending() {
+        let failed = Failure::Exit(3);
+        let outcome = EndedOutcome {
+            error: Some(failed.to_string()),
+            stdout: "out".into(),
+            stderr: String::new(),
+            files: vec![],
+            deleted: vec![],
+            session_id: "s1".into(),
+            timeline: Timeline::default(),
+            history: Some(vec![]),
+            ending: Ending::of(Some(&failed)),
+        };
+        let bytes = outcome.encode();
+        assert_eq!(EndedOutcome::decode(&bytes), Some(outcome.clone()));
+        assert_eq!(outcome.ending.exit_status, Some(3));
+        // The same value as the second format wrote it: no ending.
+        let ending_len = bincode::serialize(&outcome.ending)
+            .unwrap_or_default()
+            .len();
+        let old = EndedOutcome::decode(&bytes[..bytes.len() - ending_len]).expect("decodes");
+        assert_eq!(old.ending, Ending::default());
+        assert_eq!(old.history, Some(vec![]));
+        assert_eq!(old.stdout, "out");
     }
 
     #[test]

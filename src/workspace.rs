@@ -8,7 +8,8 @@
 mod files;
 
 pub use files::{
-    CHUNK_LEN, FileMeta, FileWriter, Files, INLINE_MAX, ORPHAN_GRACE_SECS, OpenFile, WrittenFile,
+    CHUNK_LEN, FileMeta, FileWriter, Files, ID_LEN, INLINE_MAX, ORPHAN_GRACE_SECS, OpenFile,
+    WrittenFile, format_id,
 };
 
 use crate::store::StoreError;
@@ -110,6 +111,16 @@ pub fn check_name(name: &str) -> Result<&str, WorkspaceError> {
     }
 }
 
+/// A new session id: 21 random characters of `[A-Za-z0-9_-]` (126 bits),
+/// the nanoid shape LibreChat requires of the ids it is given.
+pub fn new_session_id() -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
+    rand::random::<[u8; ID_LEN]>()
+        .iter()
+        .map(|b| char::from(ALPHABET[usize::from(b & 63)]))
+        .collect()
+}
+
 /// Checks a session id: 1 to 128 of `[A-Za-z0-9_-]`.
 pub fn check_session(session: &str) -> Result<&str, WorkspaceError> {
     let ok = (1..=128).contains(&session.len())
@@ -152,6 +163,10 @@ mod tests {
             assert!(check_name(bad).is_err(), "{bad:?}");
         }
         assert!(check_session("sess_1-A").is_ok());
+        let fresh = new_session_id();
+        assert_eq!(fresh.len(), ID_LEN);
+        assert!(check_session(&fresh).is_ok());
+        assert_ne!(fresh, new_session_id());
         assert!(check_session("../x").is_err());
         assert!(check_session("").is_err());
     }

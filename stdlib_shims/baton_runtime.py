@@ -1021,20 +1021,23 @@ def _keep_user_frames(report, seen):
 
 def run(program_json):
     """Runs one program. Returns None on success, else `(kind, line)` (see
-    `_failure`)."""
+    `_failure`; `("exit", status)` for a non-zero integer exit)."""
     program = json.loads(program_json)
     sys.stdout = _Stream(1, "<stdout>")
     sys.stderr = _Stream(2, "<stderr>")
     _reseed()
-    original = program["original"]
-    linecache.cache[FILENAME] = (len(original), None, original.splitlines(True), FILENAME)
     limits = program["limits"]
     global _recursion_cap
     _recursion_cap = limits["recursion_cap"]
     _real_setrecursionlimit(min(limits["recursion_limit"], _recursion_cap))
-    _WS.reset(_baton.workspace(), limits["workspace_bytes"], limits["workspace_files"])
+    _WS.reset(_baton.workspace(), limits["workspace_bytes"], limits["workspace_files"],
+              program["read_only"], program["directories"])
     del _registry[:]
     _unawaited.clear()
+    if program["lang"] == "bash":
+        return _run_shell(program)
+    original = program["original"]
+    linecache.cache[FILENAME] = (len(original), None, original.splitlines(True), FILENAME)
     sys.argv = ["main.py"] + program["argv"]
     try:
         g = _globals_for(program)
@@ -1042,20 +1045,61 @@ def run(program_json):
         _run_code(code, g)
     except SystemExit as e:
         _never_awaited()
-        if e.code not in (None, 0):
-            if not isinstance(e.code, int):
-                sys.stderr.write("%s\n" % (e.code,))
-            return ("exception", "SystemExit: %s" % (e.code,))
-        _WS.finish()
-        return None
+        _finish_files()
+        return _exited(e)
     except BaseException as e:
         if not isinstance(e, _ControlExit):
             _never_awaited()
         _report(e)
+        if not isinstance(e, (_ControlExit, MemoryError)):
+            _finish_files()
         return _failure(e)
     _never_awaited()
     _WS.finish()
     return None
+
+
+def _exited(exc):
+    """How `SystemExit` ends the program: None for 0, `("exit", status)` for
+    another integer; any other code is written to stderr (as CPython does)
+    and is the error's text."""
+    code = exc.code
+    if code is None or code == 0 and isinstance(code, int):
+        return None
+    if isinstance(code, int):
+        return ("exit", str(int(code)))
+    sys.stderr.write("%s\n" % (code,))
+    return ("exception", "SystemExit: %s" % (code,))
+
+
+def _finish_files():
+    """Reports the files of code that raised or exited (they stand, as on
+    a disk); a failure to report them leaves them out."""
+    try:
+        _WS.finish()
+    except Exception:
+        pass
+
+
+def _shell_compile(source, filename):
+    return _baton.compile(_real_compile, source, filename, "exec", 0)
+
+
+def _run_shell(program):
+    """Runs a command line with baton's shell (`baton_shell`)."""
+    import baton_shell
+    baton_shell.compile_source = _shell_compile
+    baton_shell.control_exceptions = (_ControlExit,)
+    sys.argv = ["bash"]
+    try:
+        status = baton_shell.run(program["source"], program["argv"])
+    except BaseException as e:
+        _report(e)
+        if not isinstance(e, (_ControlExit, MemoryError)):
+            _finish_files()
+        return _failure(e)
+    _finish_files()
+    return None if status == 0 else ("exit", str(status))
 
 
 # ---------------------------------------------------------------- the fence

@@ -57,14 +57,17 @@ def _oserror(errno_, path, text=None):
 
 
 class _Node:
-    """A file or directory: what names link to and descriptors hold."""
+    """A file or directory: what names link to and descriptors hold. A
+    sealed file (uploaded read-only) can be read, renamed and removed, as a
+    read-only file in a writable directory can, never written."""
 
-    __slots__ = ("data", "mode", "mtime", "atime", "ino", "links", "opens")
+    __slots__ = ("data", "mode", "mtime", "atime", "ino", "links", "opens", "sealed")
 
     def __init__(self, mode, now, ino, data=b""):
         self.data = bytearray(data)
         self.mode, self.mtime, self.atime, self.ino = mode, now, now, ino
         self.links, self.opens = 1, 0
+        self.sealed = False
 
     def is_dir(self):
         return self.mode & 0o170000 == 0o040000
@@ -91,7 +94,7 @@ class _Workspace:
         # Before a program: empty, and nothing can be written.
         self.reset((), 0, 0)
 
-    def reset(self, pairs, max_bytes, max_files):
+    def reset(self, pairs, max_bytes, max_files, read_only=(), directories=()):
         self.max_bytes, self.max_files = max_bytes, max_files
         self.inodes = 1
         self.fds = {}
@@ -102,11 +105,20 @@ class _Workspace:
         # Uploaded files were there before the code started: one clock read.
         now = _now_ns() if pairs else 0
         self.nodes = {"": self._new(0o040755, now)}
+        for name in sorted(directories):
+            parts = name.split("/")
+            for i in range(1, len(parts) + 1):
+                self.nodes.setdefault("/".join(parts[:i]), self._new(0o040755, now))
         for name, data in sorted(pairs):
             parts = name.split("/")
             for i in range(1, len(parts)):
                 self.nodes.setdefault("/".join(parts[:i]), self._new(0o040755, now))
             self.nodes[name] = self._new(0o100644, now, data)
+        self.read_only = frozenset(read_only)
+        for name in self.read_only:
+            node = self.nodes.get(name)
+            if node is not None and not node.is_dir():
+                node.mode, node.sealed = 0o100444, True
         self.used = sum(len(data) for _, data in pairs)
         self.initial = dict(pairs)
 
@@ -265,15 +277,19 @@ class _Workspace:
                 pass
         for name in sorted(self.nodes):
             node = self.nodes[name]
-            if node.is_dir():
+            if node.is_dir() or name in self.read_only:
                 continue
             data = bytes(node.data)
             if self.initial.get(name) != data:
                 _baton.produced(name, data)
         for name in sorted(self.initial):
             found = self.nodes.get(name)
-            if found is None or found.is_dir():
+            if (found is None or found.is_dir()) and name not in self.read_only:
                 _baton.removed(name)
+        for name in sorted(self.nodes):
+            if name and name not in ANCESTORS and self.nodes[name].is_dir():
+                if not self.children(name, name):
+                    _baton.directory(name)
 
 
 _WS = _Workspace()
@@ -313,6 +329,8 @@ def _os_open(path, flags, mode=0o777, *, dir_fd=None):
     if found is not None:
         if flags & os.O_CREAT and flags & os.O_EXCL:
             raise FileExistsError(17, "File exists", path)
+        if found.sealed and (access != os.O_RDONLY or flags & os.O_TRUNC):
+            raise PermissionError(13, "Permission denied", path)
     else:
         if not flags & os.O_CREAT:
             _WS.node(rel, path)
@@ -721,8 +739,16 @@ def _changeable(path, dir_fd):
     return _WS.node(rel, path), rel
 
 
+def _unsealed(node, path):
+    """Refuses a change of a sealed file's metadata, as the kernel refuses
+    it to a file's non-owner."""
+    if node is not None and node.sealed:
+        raise PermissionError(1, "Operation not permitted", path)
+
+
 def _os_chmod(path, mode, *, dir_fd=None, follow_symlinks=True):
     node, _ = _changeable(path, dir_fd)
+    _unsealed(node, path)
     node.mode = (node.mode & 0o170000) | (mode & 0o7777)
 
 
@@ -730,6 +756,7 @@ def _os_utime(path, times=None, *, ns=None, dir_fd=None, follow_symlinks=True):
     if times is not None and ns is not None:
         raise ValueError("utime: you may specify either 'times' or 'ns' but not both")
     node, _ = _changeable(path, dir_fd)
+    _unsealed(node, path)
     if ns is not None:
         node.atime, node.mtime = int(ns[0]), int(ns[1])
     elif times is not None:
@@ -744,6 +771,8 @@ def _os_truncate(path, length):
     node, _ = _changeable(path, None)
     if node.is_dir():
         raise IsADirectoryError(21, "Is a directory", path)
+    if node.sealed:
+        raise PermissionError(13, "Permission denied", path)
     _truncate(node, length)
 
 
@@ -755,6 +784,8 @@ def _os_access(path, mode, *, dir_fd=None, effective_ids=False, follow_symlinks=
         return False
     if rel in ANCESTORS:
         return not mode & os.W_OK
+    if mode & os.W_OK and node.sealed:
+        return False
     if mode & os.X_OK and not node.is_dir() and not node.mode & 0o111:
         return False
     return True

@@ -18,11 +18,22 @@ fn exec(server: &Server, path: &str, body: &Value, headers: &[(&str, &str)]) -> 
 }
 
 /// The shape LibreChat's programmatic tool sends when the code selects no
-/// tools (`tool_manifest: []`).
+/// tools (`tool_manifest: []`; `@librechat/agents` 3.9.2,
+/// `ProgrammaticToolCalling.ts`: each line indented by 4, blank lines
+/// emptied).
 fn wrapped(code: &str) -> String {
-    let body: Vec<String> = code.lines().map(|l| format!("    {l}")).collect();
+    let body: Vec<String> = code
+        .split('\n')
+        .map(|l| {
+            if l.trim().is_empty() {
+                String::new()
+            } else {
+                format!("    {l}")
+            }
+        })
+        .collect();
     format!(
-        "async def __user_main__():\n    \"\"\"wrapped\"\"\"\n{}\n\nif __name__ == \"__main__\":\n    import asyncio\n    asyncio.run(__user_main__())\n",
+        "async def __user_main__():\n    \"\"\"Auto-generated wrapper for user code to support top-level await\"\"\"\n{}\n\nif __name__ == \"__main__\":\n    import asyncio\n    asyncio.run(__user_main__())\n",
         body.join("\n")
     )
 }
@@ -42,10 +53,13 @@ fn plain_scripts_and_wrapped_programs_run() {
         assert_eq!(reply["stdout"], "42 ['a', 'b']\n", "{reply}");
         assert_eq!(reply["stderr"], "");
         assert_eq!(reply["files"], json!([]));
+        assert_eq!(
+            (reply["code"].as_i64(), &reply["status"]),
+            (Some(0), &Value::Null)
+        );
         assert!(
-            reply["session_id"]
-                .as_str()
-                .is_some_and(|s| s.starts_with("sess_"))
+            reply["session_id"].as_str().is_some_and(|s| s.len() == 21),
+            "a new session has a 21-character id: {reply}"
         );
     }
     let code = wrapped(
@@ -54,6 +68,14 @@ fn plain_scripts_and_wrapped_programs_run() {
     let (status, reply) = exec(&server, "/exec", &json!({"lang": "py", "code": code}), &[]);
     assert_eq!(status, 200, "{reply}");
     assert_eq!(reply["stdout"], "6 bb\n", "{reply}");
+    // The wrapper's body runs as the program: its names are globals and a
+    // traceback names the code's own line in `<module>`.
+    let code = wrapped("x = 1\nprint('x' in globals())\nraise KeyError(x)");
+    let (_, reply) = exec(&server, "/exec", &json!({"lang": "py", "code": code}), &[]);
+    assert_eq!(reply["stdout"], "True\n", "{reply}");
+    let stderr = reply["stderr"].as_str().unwrap_or_default();
+    assert!(stderr.contains("line 3, in <module>"), "{stderr}");
+    assert_eq!(reply["code"], 1);
 }
 
 #[test]
@@ -100,31 +122,72 @@ fn other_languages_and_profiles_are_refused_as_the_client_expects() {
         &[],
     );
     assert_eq!(status, 400, "{reply}");
+    // The code LibreChat's client takes as permanent.
+    assert_eq!(reply["error"], "unsupported_capability", "{reply}");
     assert!(
-        reply["error"]
+        reply["message"]
             .as_str()
-            .unwrap_or_default()
-            .contains("Python only (lang \"py\")"),
+            .is_some_and(|m| m.contains("lang \"py\"") && m.contains("lang \"bash\"")),
         "{reply}"
     );
     let (status, reply) = exec(&server, "/exec", &json!({"code": "print(1)"}), &[]);
     assert_eq!(status, 400, "{reply}");
+    let (status, reply) = exec(
+        &server,
+        "/exec/programmatic",
+        &json!({"lang": "bash", "code": "echo 1", "tools": []}),
+        &[],
+    );
+    assert_eq!(
+        (status, &reply["error"]),
+        (400, &json!("unsupported_capability")),
+        "{reply}"
+    );
+    // Both profiles are served; anything else is named invalid.
     for path in ["/exec", "/exec/programmatic"] {
-        let (status, reply) = exec(
+        for profile in ["default", "stateful"] {
+            let (status, reply, served) = exec_reading(
+                &server,
+                path,
+                &json!({"lang": "py", "code": "print(1)", "tools": []}),
+                profile,
+            );
+            assert_eq!(status, 200, "{path} {profile}: {reply}");
+            assert_eq!(served.as_deref(), Some(profile));
+        }
+        let (status, reply, served) = exec_reading(
             &server,
             path,
-            &json!({"lang": "py", "code": "print(1)", "tools": []}),
-            &[("X-CodeAPI-Expected-Profile", "stateful")],
+            &json!({"lang": "py", "code": "1"}),
+            "Stateful",
         );
-        assert_eq!(status, 409, "{path}: {reply}");
-        assert_eq!(reply["error"], "execution_profile_mismatch", "{reply}");
-        assert!(
-            reply["message"]
-                .as_str()
-                .is_some_and(|m| m.contains("default")),
-            "{reply}"
-        );
+        assert_eq!(status, 400, "{path}: {reply}");
+        assert_eq!(reply["error"], "invalid_execution_profile", "{reply}");
+        assert_eq!(served.as_deref(), Some("default"));
     }
+}
+
+/// `exec` with `X-CodeAPI-Expected-Profile: profile`; also the profile the
+/// answer says it was served in.
+fn exec_reading(
+    server: &Server,
+    path: &str,
+    body: &Value,
+    profile: &str,
+) -> (u16, Value, Option<String>) {
+    let sent = ureq::post(&format!("{}{path}", server.base))
+        .set("x-api-key", KEY)
+        .set("x-codeapi-expected-profile", profile)
+        .send_json(body.clone());
+    let response = match sent {
+        Ok(response) | Err(ureq::Error::Status(_, response)) => response,
+        Err(error) => panic!("{error}"),
+    };
+    let served = response
+        .header("x-codeapi-execution-profile")
+        .map(str::to_owned);
+    let status = response.status();
+    (status, response.into_json().unwrap_or(Value::Null), served)
 }
 
 #[test]

@@ -168,7 +168,7 @@ fn files_belong_to_their_api_key() {
 #[test]
 fn uploads_refuse_bad_names_and_oversize() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::start(dir.path(), &["--body-limit", "4096"]);
+    let server = Server::start(dir.path(), &["--upload-limit", "4096"]);
     for name in ["../evil.txt", "a/../../b", "back\\slash", "/abs.txt"] {
         let (status, reply) = server.post_multipart("/upload", &[("file", Some(name), "x")], KEY);
         assert_eq!(status, 400, "{name}: {reply}");

@@ -1,23 +1,31 @@
-//! The real LibreChat client (`@librechat/agents`, pinned in
-//! `tests/librechat/package.json`) driving a real `baton serve`: its
-//! programmatic tool through the scenarios of its own tool description
-//! (gather without import, an error caught, a tool name normalised, code
-//! with no tools, cancel during a start and during a continuation) and its
-//! `execute_code` tool. The scenarios and what each must return are in
-//! `tests/librechat/run.mjs`; this test installs the package when it is
-//! missing (`npm ci`), runs it, and checks every scenario passed.
+//! LibreChat as it is deployed today (>= 0.8.6), against a real `baton
+//! serve` configured as an operator configures it: `CODEAPI_AUTH_PROVIDER=
+//! librechat-jwt`, `CODEAPI_JWT_PUBLIC_KEY`, `CODEAPI_JWT_KID`, and no API
+//! key on LibreChat's side.
+//!
+//! - `tests/librechat/run.mjs`: the real client (`@librechat/agents`,
+//!   pinned in `tests/librechat/package.json`) with `authHeaders` carrying
+//!   the token LibreChat mints: its programmatic tool through the scenarios
+//!   of its own tool description (gather without import, an error caught, a
+//!   tool name normalised, code with no tools, cancel during a start and
+//!   during a continuation) and its `execute_code` tool.
+//! - `tests/librechat/server.mjs`: LibreChat's server side (its uploads,
+//!   batch uploads of skills, liveness probes, downloads of outputs,
+//!   deletes, its own shell commands for `read_file`, image reads and
+//!   writes, the prewarm, stateful runtime sessions) with three users, two
+//!   of one tenant and one of another.
+//!
+//! The packages are installed when missing (`npm ci`); what each scenario
+//! checks is in the scripts.
 
 mod common;
 
-use std::path::Path;
-use std::process::Command;
-
-use common::root;
-use common::server::{KEY, Server};
+use common::librechat::{KID, install_harness, jwt_env, key_file, pairs, run_harness};
+use common::server::Server;
 use serde_json::Value;
 
 /// Every scenario `run.mjs` has; each must be reported, and pass.
-const SCENARIOS: &[&str] = &[
+const CLIENT_SCENARIOS: &[&str] = &[
     "gather without import",
     "error caught",
     "name normalisation",
@@ -28,47 +36,61 @@ const SCENARIOS: &[&str] = &[
     "cancel during continuation",
 ];
 
-fn install(harness: &Path) {
-    if harness.join("node_modules/@librechat/agents").is_dir() {
-        return;
-    }
-    let status = Command::new("npm")
-        .args(["ci", "--no-audit", "--no-fund"])
-        .current_dir(harness)
-        .status()
-        .unwrap_or_else(|e| panic!("npm is needed to install LibreChat's client: {e}"));
-    assert!(status.success(), "npm ci in {} failed", harness.display());
-}
+/// Every scenario `server.mjs` has.
+const SERVER_SCENARIOS: &[&str] = &[
+    "attachment upload and liveness",
+    "execute_code reads the attachment and its output is harvested",
+    "agent files are shared within the tenant only",
+    "skill files in a read-only batch",
+    "read_file, write and image reads through the shell",
+    "run_tools_with_code with a token",
+    "stateful runtime session keeps /mnt/data",
+    "delete as LibreChat deletes",
+    "unsupported languages are permanent",
+    "tokens are reused",
+];
 
-#[test]
-fn librechat_client_scenarios_pass_against_a_real_server() {
-    let harness = root().join("tests/librechat");
-    install(&harness);
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
-    let server = Server::start(dir.path(), &[]);
-    let output = Command::new("node")
-        .arg("run.mjs")
-        .current_dir(&harness)
-        .env("BATON_URL", &server.base)
-        .env("BATON_KEY", KEY)
-        .output()
-        .unwrap_or_else(|e| panic!("node: {e}"));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let reports: Vec<Value> = stdout
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect();
-    for scenario in SCENARIOS {
+fn assert_all_passed(expected: &[&str], reports: &[Value], output: &str, success: bool) {
+    for scenario in expected {
         let report = reports
             .iter()
             .find(|r| r["scenario"] == *scenario)
-            .unwrap_or_else(|| {
-                panic!(
-                    "{scenario}: not reported\n{stdout}\n{}",
-                    String::from_utf8_lossy(&output.stderr)
-                )
-            });
+            .unwrap_or_else(|| panic!("{scenario}: not reported\n{output}"));
         assert_eq!(report["ok"], true, "{scenario}: {report:#}");
     }
-    assert!(output.status.success(), "{stdout}");
+    assert!(success, "{output}");
+}
+
+fn lc_key_env() -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "LC_JWT_PRIVATE_KEY_FILE",
+            key_file("ed25519.pem").display().to_string(),
+        ),
+        ("LC_JWT_KID", KID.to_owned()),
+    ]
+}
+
+#[test]
+fn librechat_client_scenarios_pass_with_its_tokens() {
+    let harness = install_harness();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let env = jwt_env("librechat-jwt");
+    let server = Server::start_with_env(dir.path(), &[], &pairs(&env));
+    let client = lc_key_env();
+    let (reports, output, success) =
+        run_harness(&harness, "run.mjs", &server.base, &pairs(&client));
+    assert_all_passed(CLIENT_SCENARIOS, &reports, &output, success);
+}
+
+#[test]
+fn librechat_server_side_works_end_to_end() {
+    let harness = install_harness();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let env = jwt_env("librechat-jwt");
+    let server = Server::start_with_env(dir.path(), &[], &pairs(&env));
+    let client = lc_key_env();
+    let (reports, output, success) =
+        run_harness(&harness, "server.mjs", &server.base, &pairs(&client));
+    assert_all_passed(SERVER_SCENARIOS, &reports, &output, success);
 }

@@ -5,6 +5,7 @@
 //! no panic message, no internal detail beyond the one line.
 
 use super::views::ErrorView;
+use crate::auth::{AuthError, Denial};
 use crate::service::ServiceError;
 use crate::workspace::WorkspaceError;
 use axum::Json;
@@ -18,12 +19,20 @@ pub enum ApiError {
     /// Malformed body or bad field (400).
     #[error("{0}")]
     BadRequest(String),
-    /// The client asked for an execution profile baton does not offer (409).
-    #[error("execution_profile_mismatch")]
-    ProfileMismatch(String),
-    /// Missing or wrong API key (401).
-    #[error("Missing or invalid API key")]
-    Unauthorized,
+    /// `X-CodeAPI-Expected-Profile` names no profile (400).
+    #[error("invalid_execution_profile")]
+    InvalidProfile(String),
+    /// A language or a feature baton does not run (400, with the code
+    /// LibreChat's client takes as permanent).
+    #[error("unsupported_capability")]
+    Unsupported(String),
+    /// No credential, or one that is refused (401); the reason is logged,
+    /// never told.
+    #[error("{}", unauthorized_text(.0))]
+    Unauthorized(Denial),
+    /// Several credentials at once (400).
+    #[error("{}", AuthError::Ambiguous)]
+    Ambiguous,
     /// Body over the size limit (413).
     #[error("Request body too large (limit {0} bytes)")]
     TooLarge(usize),
@@ -33,6 +42,28 @@ pub enum ApiError {
     /// The service refused or failed the request.
     #[error(transparent)]
     Service(#[from] ServiceError),
+}
+
+/// The one line a refused caller is told.
+fn unauthorized_text(denial: &Denial) -> &'static str {
+    match denial {
+        Denial::Missing => {
+            "Missing credentials: send Authorization: Bearer <token> (LibreChat's Code API JWT) or X-API-Key"
+        }
+        Denial::UnknownKey | Denial::KeyNotAccepted | Denial::TokenNotAccepted => {
+            "Invalid credentials"
+        }
+        Denial::Token(_) => "Invalid bearer token",
+    }
+}
+
+impl From<AuthError> for ApiError {
+    fn from(error: AuthError) -> Self {
+        match error {
+            AuthError::Refused(denial) => ApiError::Unauthorized(denial),
+            AuthError::Ambiguous => ApiError::Ambiguous,
+        }
+    }
 }
 
 impl From<WorkspaceError> for ApiError {
@@ -45,9 +76,11 @@ impl ApiError {
     /// The HTTP status of this error.
     pub fn status(&self) -> StatusCode {
         match self {
-            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ApiError::ProfileMismatch(_) => StatusCode::CONFLICT,
-            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::BadRequest(_)
+            | ApiError::InvalidProfile(_)
+            | ApiError::Unsupported(_)
+            | ApiError::Ambiguous => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             ApiError::Service(error) => service_status(error),
@@ -65,7 +98,8 @@ pub(crate) fn service_status(error: &ServiceError) -> StatusCode {
         ServiceError::AlreadyUsed
         | ServiceError::InProgress
         | ServiceError::Cancelled
-        | ServiceError::RequestInFlight => StatusCode::CONFLICT,
+        | ServiceError::RequestInFlight
+        | ServiceError::RuntimeSessionBusy => StatusCode::CONFLICT,
         ServiceError::NotFound | ServiceError::FileNotFound => StatusCode::NOT_FOUND,
         ServiceError::StorageTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
         ServiceError::StorageFull { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -82,13 +116,15 @@ pub enum Failures {
     /// A malformed or invalid request: the `error` line says what.
     #[response(status = 400)]
     BadRequest(ErrorView),
-    /// No API key, or an unknown one.
+    /// No credential, or one that is refused (an unknown API key, a token
+    /// that does not verify).
     #[response(status = 401)]
     Unauthorized(ErrorView),
     /// No such execution, file or endpoint (another key's answer the same).
     #[response(status = 404)]
     NotFound(ErrorView),
-    /// The round was continued already, is being continued, or was cancelled.
+    /// The round was continued already, is being continued, or was
+    /// cancelled; or the runtime session is busy (`runtime_session_busy`).
     #[response(status = 409)]
     Conflict(ErrorView),
     /// The body did not arrive within the body timeout.
@@ -113,7 +149,12 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut view = ErrorView::new(self.to_string());
         match &self {
-            ApiError::ProfileMismatch(message) => view.message = Some(message.clone()),
+            ApiError::InvalidProfile(message) | ApiError::Unsupported(message) => {
+                view.message = Some(message.clone());
+            }
+            ApiError::Service(ServiceError::RuntimeSessionBusy) => {
+                view.message = Some("Runtime session is busy".into());
+            }
             ApiError::Service(ServiceError::StorageFull {
                 retry_after,
                 message,

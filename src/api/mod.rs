@@ -4,8 +4,13 @@
 //!
 //! Invariants:
 //! - Every route but `/health`, `/metrics`, `/openapi.json` and the
-//!   console's page and assets (`/ui`) requires an API key, compared in
-//!   constant time.
+//!   console's page and assets (`/ui`) requires a credential the
+//!   [`crate::auth::Authenticator`] accepts (an API key, or LibreChat's
+//!   token), checked before any body is read; the principal it gives is
+//!   handed to the handler, which acts for it alone.
+//! - A request that names an execution profile (`X-CodeAPI-Expected-Profile`)
+//!   names `default` or `stateful`, or gets 400 before anything else; every
+//!   answer says the profile it was served in (`X-CodeAPI-Execution-Profile`).
 //! - Failures of the user's code answer 200 with `status: "error"`; failures
 //!   of the request answer with [`error::ApiError`]'s status and text.
 
@@ -14,6 +19,7 @@ pub mod error;
 mod files;
 pub mod forward;
 pub mod openapi;
+pub mod profile;
 pub mod request;
 mod request_log;
 mod unread_body;
@@ -21,6 +27,7 @@ pub mod views;
 
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
@@ -29,17 +36,17 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use sha2::{Digest, Sha256};
+use axum::routing::{delete, get, post};
 use tracing::Instrument;
 
+use crate::auth::{AuthError, Authenticator, Credentials, Principal, Provider};
 use crate::service::{
     CancelOutcome, Cancellation, Continued, ListQuery, Routing, Service, ServiceError,
 };
 use crate::timing::step;
-use crate::token::key_identity;
 use error::ApiError;
 use error::Failures;
+use profile::Profile;
 use request::{CancelBody, ExecBody, ExecRequest, PlainBody, StubsBody};
 use request_log::{Cancelled, RequestLog};
 use views::{
@@ -51,12 +58,14 @@ use views::{
 pub struct AppState {
     /// The service.
     pub service: Service,
-    /// SHA-256 of each accepted API key (compared in constant time).
-    pub api_key_hashes: Vec<[u8; 32]>,
+    /// Who may call, and as whom.
+    pub auth: Authenticator,
     /// Renders `/metrics`.
     pub metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
     /// Request body limit, bytes.
     pub body_limit: usize,
+    /// Body limit of the upload routes, bytes.
+    pub upload_limit: usize,
     /// How long a request body may take to arrive.
     pub body_timeout: std::time::Duration,
     /// Sends continuations to the node whose child is parked for them
@@ -68,27 +77,45 @@ pub struct AppState {
 /// the client, which is still sending, can read the 413.
 const DRAIN_LIMIT: usize = 64 << 20;
 
-/// Before any body is read: the API key (401 at once, the body never read),
-/// and a body announced over the limit (read up to [`DRAIN_LIMIT`] and
-/// thrown away, then a readable 413).
+/// Before any body is read: the caller's credentials (401 at once, the
+/// body never read; the principal goes to the handler), and a body
+/// announced over the route's limit (read up to [`DRAIN_LIMIT`] and thrown
+/// away, then a readable 413).
 async fn guard(
     State(state): State<Arc<AppState>>,
-    request: axum::extract::Request,
+    mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    if let Err(error) = authorize(&state, request.headers()) {
-        return error.into_response();
-    }
+    let authenticated = step!("auth").in_scope(|| authenticate(&state, request.headers()));
+    let principal = match authenticated {
+        Ok(principal) => principal,
+        Err(error) => return error.into_response(),
+    };
+    let limit = state.body_limit_of(request.uri().path());
     let announced = request
         .headers()
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
-    if announced.is_some_and(|length| length > state.body_limit) {
+    if announced.is_some_and(|length| length > limit) {
         drain(request.into_body(), state.body_timeout).await;
-        return ApiError::TooLarge(state.body_limit).into_response();
+        return ApiError::TooLarge(limit).into_response();
     }
+    request.extensions_mut().insert(principal);
     next.run(request).await
+}
+
+impl AppState {
+    /// The body limit of the route at `path`: the upload limit for the
+    /// upload routes, the body limit for the others.
+    fn body_limit_of(&self, path: &str) -> usize {
+        let path = path.strip_prefix("/v1").unwrap_or(path);
+        if path == "/upload" || path == "/upload/batch" {
+            self.upload_limit
+        } else {
+            self.body_limit
+        }
+    }
 }
 
 /// Reads and discards a body, up to [`DRAIN_LIMIT`] bytes and `timeout`.
@@ -110,6 +137,10 @@ async fn drain(mut body: axum::body::Body, timeout: std::time::Duration) {
 pub fn router(state: Arc<AppState>) -> Router {
     let body_limit = state.body_limit;
     let body_timeout = state.body_timeout;
+    let uploads = Router::new()
+        .route("/upload", post(files::upload))
+        .route("/upload/batch", post(files::upload_batch))
+        .layer(DefaultBodyLimit::max(state.upload_limit));
     let protocol = Router::new()
         .route("/exec", post(exec_plain))
         .route("/exec/programmatic", post(exec))
@@ -117,8 +148,13 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/executions", get(list_executions))
         .route("/executions/{id}", get(inspect))
         .route("/executions/{id}/cancel", post(cancel_execution))
-        .route("/upload", post(files::upload))
+        .merge(uploads)
         .route("/files/{session_id}", get(files::list))
+        .route("/files/{session_id}/{file_id}", delete(files::delete))
+        .route(
+            "/sessions/{session_id}/objects/{file_id}",
+            get(files::object).delete(files::delete),
+        )
         .route("/download/{session_id}/{file_id}", get(files::download))
         .route("/tools/stubs", post(tool_stubs))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
@@ -138,6 +174,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))
+        .layer(axum::middleware::from_fn(profile::answer_in_profile))
         .layer(axum::middleware::from_fn(unread_body::close_if_unread))
         .with_state(state)
 }
@@ -206,6 +243,10 @@ async fn health(State(state): State<Arc<AppState>>) -> Response {
         parked: engine.parked_count(),
         idle_children: engine.idle_count(),
         zygote_restarts: engine.zygote_deaths(),
+        auth: state.auth.provider().name(),
+        warning: (state.auth.provider() == Provider::None).then_some(
+            "no credential is checked (--auth-provider none): anyone who reaches this server can run code, and every caller shares every file and execution",
+        ),
     };
     let status = if ready {
         StatusCode::OK
@@ -231,95 +272,89 @@ async fn metrics_text(State(state): State<Arc<AppState>>) -> Response {
     ([("content-type", "text/plain; version=0.0.4")], body).into_response()
 }
 
-/// The caller's API key identity, or 401.
-pub(crate) fn authorize(state: &AppState, headers: &HeaderMap) -> Result<[u8; 8], ApiError> {
-    let key = presented_key(headers).ok_or(ApiError::Unauthorized)?;
-    let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
-    let mut matched = 0u8;
-    for accepted in &state.api_key_hashes {
-        matched |= constant_time_eq(&digest, accepted);
-    }
-    if matched == 1 {
-        Ok(key_identity(key))
-    } else {
-        Err(ApiError::Unauthorized)
-    }
-}
-
-fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> u8 {
-    let difference = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
-    u8::from(difference == 0)
-}
-
-fn presented_key(headers: &HeaderMap) -> Option<&str> {
-    if let Some(key) = headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
-        return Some(key.trim());
-    }
-    let auth = headers.get("authorization")?.to_str().ok()?.trim();
-    let (scheme, key) = auth.split_once(' ')?;
-    let scheme = scheme.to_ascii_lowercase();
-    (scheme == "bearer" || scheme == "apikey").then(|| key.trim())
-}
-
-/// The caller's identity and the request body, or the request's error.
-fn authorized_body(
-    state: &AppState,
-    headers: &HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<([u8; 8], Bytes), ApiError> {
-    let owner = authorize(state, headers)?;
-    Ok((owner, read_body(state, body)?))
-}
-
-/// The execution profile the client expects (`X-CodeAPI-Expected-Profile`):
-/// baton offers `default` (each execution a new process; files come with
-/// the request), and answers anything else with the code LibreChat's client
-/// understands.
-fn check_profile(headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(profile) = headers
-        .get("x-codeapi-expected-profile")
-        .map(|v| v.to_str().unwrap_or("").trim().to_ascii_lowercase())
-    else {
-        return Ok(());
+/// The principal a request's credentials give, or why it is refused
+/// (counted and logged by reason).
+pub(crate) fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Principal, ApiError> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    // `Bearer <x>` or `ApiKey <x>`: the `<x>`; another scheme is a
+    // credential too (refused), never no credential at all.
+    let authorization = text("authorization").map(|value| {
+        let value = value.trim();
+        match value.split_once(' ') {
+            Some((scheme, rest))
+                if scheme.eq_ignore_ascii_case("bearer")
+                    || scheme.eq_ignore_ascii_case("apikey") =>
+            {
+                rest.trim()
+            }
+            _ => value,
+        }
+    });
+    let credentials = Credentials {
+        api_key: text("x-api-key"),
+        authorization,
     };
-    if profile.is_empty() || profile == "default" {
-        return Ok(());
-    }
-    Err(ApiError::ProfileMismatch(format!(
-        "baton offers the `default` execution profile only, not {profile:?}: every execution is a new process, and /mnt/data holds the files of the request"
-    )))
+    state.auth.authenticate(&credentials).map_err(|error| {
+        if let AuthError::Refused(denial) = &error {
+            metrics::counter!("baton_auth_refused_total", "reason" => denial.label())
+                .increment(1);
+            tracing::warn!(reason = denial.label(), detail = %denial, "request refused: not authenticated");
+        }
+        ApiError::from(error)
+    })
 }
 
 /// `POST /exec`: runs code with no tools.
 #[utoipa::path(post, path = "/exec", tag = "exec",
     request_body = PlainBody,
     params(("x-codeapi-expected-profile" = Option<String>, Header,
-        description = "`default` (or absent); any other profile is answered 409 `execution_profile_mismatch`"),
+        description = "`default` (or absent), or `stateful`: with a `runtime_session_hint`, the call runs in that runtime session; anything else is answered 400 `invalid_execution_profile`"),
         ("x-librechat-code-request-id" = Option<String>, Header,
         description = "The client's id for this request, for cancel")),
-    responses((status = 200, description = "The code ran (its failures are in stderr)", body = PlainExecView),
+    responses((status = 200, description = "The code ran (its failures are in stderr and code)", body = PlainExecView),
         Failures))]
 async fn exec_plain(
     State(state): State<Arc<AppState>>,
+    Extension(principal): Extension<Principal>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let (owner, body) = authorized_body(&state, &headers, body)?;
-    check_profile(&headers)?;
-    let start =
+    let began = std::time::Instant::now();
+    let body = read_body(&state, body)?;
+    let profile = profile::expected(&headers)?;
+    let decoded =
         step!("decode").in_scope(|| request::decode_plain(&body, client_request_id(&headers)))?;
-    let log = RequestLog::begin("exec", owner);
-    let result = state
-        .service
-        .start(owner, start)
-        .instrument(step!("start"))
-        .await;
-    log.finish(&result);
-    let view = PlainExecView::from_reply(result?).ok_or_else(|| {
+    let log = RequestLog::begin("exec", principal.owner);
+    let in_session = match (profile, decoded.runtime_session_hint) {
+        (Profile::Stateful, Some(hint)) => Some(hint),
+        _ => None,
+    };
+    let result = match &in_session {
+        Some(hint) => state
+            .service
+            .start_in_runtime_session(&principal, hint, decoded.start)
+            .instrument(step!("start"))
+            .await
+            .map(|(reply, session)| (reply, Some(session))),
+        None => state
+            .service
+            .start(&principal, decoded.start)
+            .instrument(step!("start"))
+            .await
+            .map(|reply| (reply, None)),
+    };
+    log.finish(result.as_ref().map(|(reply, _)| reply));
+    let (reply, session) = result?;
+    let wall_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let mut view = PlainExecView::from_reply(reply, wall_ms).ok_or_else(|| {
         ApiError::Service(ServiceError::Unavailable(
             "code without tools paused".into(),
         ))
     })?;
+    if let Some(session) = session {
+        view.runtime_session_id = Some(session.id);
+        view.runtime_status = Some(session.status.name());
+    }
     Ok(Json(view).into_response())
 }
 
@@ -332,11 +367,12 @@ async fn exec_plain(
         body = ExecReply), Failures))]
 async fn exec(
     State(state): State<Arc<AppState>>,
+    Extension(principal): Extension<Principal>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let (owner, body) = step!("auth").in_scope(|| authorized_body(&state, &headers, body))?;
-    check_profile(&headers)?;
+    let body = read_body(&state, body)?;
+    let owner = principal.owner;
     let request_id = client_request_id(&headers);
     let decoded = step!("decode").in_scope(|| request::decode_exec(&body, request_id))?;
     let (log, result) = match decoded {
@@ -354,7 +390,7 @@ async fn exec(
                 .instrument(step!("continue"))
                 .await;
             let result = match continued {
-                Ok(Continued::Reply(reply)) => Ok(reply),
+                Ok(Continued::Reply(reply)) => Ok(*reply),
                 Ok(Continued::HeldAt { address, results }) => {
                     let forwarded =
                         forward_to_holder(&state, owner, &address, &headers, &body).await;
@@ -372,13 +408,13 @@ async fn exec(
             let log = RequestLog::begin("start", owner);
             let result = state
                 .service
-                .start(owner, start)
+                .start(&principal, start)
                 .instrument(step!("start"))
                 .await;
             (log, result)
         }
     };
-    log.finish(&result);
+    log.finish(result.as_ref());
     let reply = result?;
     Ok(step!("respond").in_scope(|| Json(ExecReply::from(reply)).into_response()))
 }
@@ -447,7 +483,7 @@ async fn continue_here(
         .continue_with(owner, token, results, request_id, Routing::Here)
         .await?
     {
-        Continued::Reply(reply) => Ok(reply),
+        Continued::Reply(reply) => Ok(*reply),
         // Not given back with `Routing::Here`.
         Continued::HeldAt { .. } => Err(ServiceError::Unavailable(
             "the continuation could not be served".into(),
@@ -518,10 +554,12 @@ fn client_request_id(headers: &HeaderMap) -> Option<&str> {
         body = CancelView), Failures))]
 async fn cancel(
     State(state): State<Arc<AppState>>,
+    Extension(principal): Extension<Principal>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let (owner, body) = authorized_body(&state, &headers, body)?;
+    let owner = principal.owner;
+    let body = read_body(&state, body)?;
     let request_id = request::decode_cancel(&body)?;
     let log = RequestLog::begin("cancel", owner);
     let result = state.service.cancel(owner, &request_id).await;
@@ -543,10 +581,9 @@ async fn cancel(
     responses((status = 200, description = "The stubs", body = StubsView), Failures))]
 async fn tool_stubs(
     State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<StubsView>, ApiError> {
-    let (_, body) = authorized_body(&state, &headers, body)?;
+    let body = read_body(&state, body)?;
     let (tools, format) = request::decode_stubs(&body)?;
     let stubs = crate::stubs::stubs(&tools, format)
         .map_err(|error| ApiError::BadRequest(error.to_string()))?;
@@ -574,10 +611,10 @@ struct ListParams {
     responses((status = 200, description = "A page of the caller's executions", body = ExecutionListView), Failures))]
 async fn list_executions(
     State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
+    Extension(principal): Extension<Principal>,
     query: Result<Query<ListParams>, QueryRejection>,
 ) -> Result<Json<ExecutionListView>, ApiError> {
-    let owner = authorize(&state, &headers)?;
+    let owner = principal.owner;
     let Query(params) =
         query.map_err(|e| ApiError::BadRequest(format!("invalid query: {}", e.body_text())))?;
     let listing = state
@@ -603,11 +640,10 @@ const DEFAULT_PAGE: usize = 50;
     responses((status = 200, description = "The execution", body = ExecutionView), Failures))]
 async fn inspect(
     State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
+    Extension(principal): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Result<Json<ExecutionView>, ApiError> {
-    let owner = authorize(&state, &headers)?;
-    execution_view(&state, owner, &id).await
+    execution_view(&state, principal.owner, &id).await
 }
 
 /// The execution `id` of `owner` as `GET /executions/{id}` shows it.
@@ -627,10 +663,11 @@ async fn execution_view(
     responses((status = 200, description = "The execution after the cancel: `cancelled`, or how it had already ended", body = ExecutionView), Failures))]
 async fn cancel_execution(
     State(state): State<Arc<AppState>>,
+    Extension(principal): Extension<Principal>,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Json<ExecutionView>, ApiError> {
-    let owner = authorize(&state, &headers)?;
+    let owner = principal.owner;
     let log = RequestLog::begin("cancel", owner);
     let result = async {
         let execution = crate::service::parse_execution_id(&id)?;

@@ -19,6 +19,7 @@ use utoipa::openapi::schema::{OneOfBuilder, Ref, Schema};
 use utoipa::{PartialSchema, ToSchema};
 
 use super::error::ApiError;
+use crate::program::Lang;
 /// The accepted `timeout` range, milliseconds (the service's).
 pub use crate::service::TIMEOUT_RANGE_MS;
 use crate::service::{FileRef, ServiceError, StartRequest, ToolResult};
@@ -65,6 +66,10 @@ pub struct StartBody {
     /// Whether the answer of the end lists the tool calls made (`history`).
     #[serde(default)]
     include_history: Option<bool>,
+    /// `py`/`python` (the default). Tools are called from Python only.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, pattern = "^(py|python)$")]
+    lang: Option<Value>,
 }
 
 /// Runs code with no tools (`POST /exec`): the body LibreChat's
@@ -72,9 +77,15 @@ pub struct StartBody {
 /// no tools. Unknown fields are ignored.
 #[derive(Deserialize, ToSchema)]
 pub struct PlainBody {
-    /// `py` (or `python`): baton runs Python only.
-    #[schema(value_type = String, required = true, pattern = "^(py|python)$")]
+    /// `py` (or `python`), or `bash` (or `sh`): a command line for baton's
+    /// own small shell. Other languages: 400 `unsupported_capability`.
+    #[schema(value_type = String, required = true, pattern = "^(py|python|bash|sh)$")]
     lang: Option<Value>,
+    /// With `X-CodeAPI-Expected-Profile: stateful`: the runtime session the
+    /// call runs in (its `/mnt/data` kept from one call to the next).
+    #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9._:-]{1,128}$")]
+    runtime_session_hint: Option<String>,
     /// Python source. Not blank.
     #[schema(value_type = String, required = true, pattern = r"\S")]
     code: Option<Value>,
@@ -209,35 +220,58 @@ fn from_tree<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ApiError
         .map_err(|e| ApiError::BadRequest(format!("invalid request body: {e}")))
 }
 
+/// A decoded `POST /exec`: a start with no tools, and the runtime session
+/// it names.
+#[derive(Debug)]
+pub struct PlainRequest {
+    /// The start.
+    pub start: StartRequest,
+    /// `runtime_session_hint`, when given and not empty.
+    pub runtime_session_hint: Option<String>,
+}
+
+/// The languages baton runs, for the texts that name them.
+const LANGUAGES: &str = "baton runs Python (lang \"py\") and a small shell of its own for file commands and python3 (lang \"bash\")";
+
+/// The language a `lang` field names: Python or baton's shell; any other
+/// is an unsupported capability (LibreChat's client takes that code as
+/// permanent).
+fn lang_of(lang: Option<&Value>) -> Result<Lang, ApiError> {
+    match lang {
+        Some(Value::String(name)) => Lang::parse(name).ok_or_else(|| {
+            ApiError::Unsupported(format!("language {name:?} is not supported: {LANGUAGES}"))
+        }),
+        _ => Err(ApiError::BadRequest(format!(
+            "lang is required: {LANGUAGES}"
+        ))),
+    }
+}
+
 /// Decodes a `POST /exec` body into a start with no tools; `request_id`
 /// is the client's request id header (for cancel).
-pub fn decode_plain(body: &[u8], request_id: Option<&str>) -> Result<StartRequest, ApiError> {
+pub fn decode_plain(body: &[u8], request_id: Option<&str>) -> Result<PlainRequest, ApiError> {
     if let Some(request_id) = request_id.filter(|r| !r.is_empty()) {
         check_request_id(request_id)?;
     }
     let body: PlainBody = parse_json(body)?;
-    match &body.lang {
-        Some(Value::String(lang)) if lang == "py" || lang == "python" => {}
-        Some(Value::String(lang)) => {
-            return Err(ApiError::BadRequest(format!(
-                "lang {lang:?} is not served: baton runs Python only (lang \"py\")"
-            )));
-        }
-        _ => {
-            return Err(ApiError::BadRequest(
-                "lang is required: baton runs Python only (lang \"py\")".into(),
-            ));
-        }
+    let lang = lang_of(body.lang.as_ref())?;
+    let mut code = code_of(body.code)?;
+    if lang == Lang::Python {
+        code = crate::rewrite::unwrap_librechat_main(&code).unwrap_or(code);
     }
-    Ok(StartRequest {
-        code: code_of(body.code)?,
-        tools: Vec::new(),
-        session_id: body.session_id,
-        timeout_ms: timeout_ms(body.timeout)?,
-        request_id: request_id.map(str::to_owned),
-        files: body.files.unwrap_or_default(),
-        argv: body.args.unwrap_or_default(),
-        policy: CallPolicy::default(),
+    Ok(PlainRequest {
+        start: StartRequest {
+            code,
+            tools: Vec::new(),
+            session_id: body.session_id,
+            timeout_ms: timeout_ms(body.timeout)?,
+            request_id: request_id.map(str::to_owned),
+            files: body.files.unwrap_or_default(),
+            argv: body.args.unwrap_or_default(),
+            policy: CallPolicy::default(),
+            lang,
+        },
+        runtime_session_hint: body.runtime_session_hint.filter(|h| !h.is_empty()),
     })
 }
 
@@ -347,6 +381,11 @@ fn code_of(code: Option<Value>) -> Result<String, ApiError> {
 }
 
 fn start(body: StartBody, request_id: Option<&str>) -> Result<StartRequest, ApiError> {
+    if body.lang.is_some() && lang_of(body.lang.as_ref())? != Lang::Python {
+        return Err(ApiError::Unsupported(
+            "tools are called from Python code only: send lang \"py\" (or no lang)".into(),
+        ));
+    }
     let code = code_of(body.code)?;
     let wire = body.tools.unwrap_or_default();
     let policy = CallPolicy {
@@ -367,6 +406,7 @@ fn start(body: StartBody, request_id: Option<&str>) -> Result<StartRequest, ApiE
         files: body.files.unwrap_or_default(),
         argv: Vec::new(),
         policy,
+        lang: Lang::Python,
     })
 }
 

@@ -1,7 +1,7 @@
 //! The operator's log: one `info` line per request that changes an
 //! execution (a start, a continuation, an `/exec`, a cancel), with the
-//! execution id, the API key's id (its 8-byte identity in hex, never the
-//! key), what became of the execution, its round, the request's duration
+//! execution id, the caller's id (its principal's 8-byte owner in hex,
+//! never a key or a token), what became of the execution, its round, the request's duration
 //! and, for a failure, its kind. Refused requests are logged too, with
 //! their HTTP status and message.
 //!
@@ -39,7 +39,7 @@ impl RequestLog {
     }
 
     /// Logs what a start or continuation led to.
-    pub(crate) fn finish(&self, result: &Result<Reply, ServiceError>) {
+    pub(crate) fn finish(&self, result: Result<&Reply, &ServiceError>) {
         match result {
             Ok(Reply::Paused {
                 execution_id,

@@ -39,16 +39,21 @@ impl From<&CallRecord> for ToolCallView {
 /// A file the code created or changed.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ProducedFileView {
-    /// File id, for `/download/{session_id}/{id}`.
+    /// File id (21 characters), for `/download/{storage_session_id}/{id}`.
     pub id: String,
     /// Path under `/mnt/data`.
     pub name: String,
     /// Absolute path the code used.
     pub path: String,
-    /// Session the file is kept in.
+    /// Session the file is kept in (the execution's).
+    pub storage_session_id: String,
+    /// The same session, as earlier builds named it.
     pub session_id: String,
     /// Bytes.
     pub size: u64,
+    /// Always `false`: only what the code created or changed is listed
+    /// (LibreChat skips files marked `inherited: true`).
+    pub inherited: bool,
 }
 
 impl From<&FileMeta> for ProducedFileView {
@@ -57,8 +62,10 @@ impl From<&FileMeta> for ProducedFileView {
             id: file.id.clone(),
             name: file.name.clone(),
             path: format!("{MOUNT}/{}", file.name),
+            storage_session_id: file.session_id.clone(),
             session_id: file.session_id.clone(),
             size: file.size,
+            inherited: false,
         }
     }
 }
@@ -256,25 +263,58 @@ impl From<Reply> for ExecReply {
 /// status).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PlainExecView {
-    /// Session of the files.
+    /// Session of the files (a new one for each call that names none).
     pub session_id: String,
     /// Everything printed.
     pub stdout: String,
     /// Stderr: the traceback, or the limit that ended the code.
     pub stderr: String,
-    /// Files created or changed under `/mnt/data` (when the code completed).
+    /// Files created or changed under `/mnt/data` (when the code completed,
+    /// raised or exited; not when it was stopped).
     pub files: Vec<ProducedFileView>,
     /// Names of the request's files the code removed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub deleted_files: Vec<String>,
     /// Execution id, for `/executions/{id}`.
     pub execution_id: String,
+    /// The exit status: 0, 1 when Python raised, `n` for `exit(n)` or a
+    /// command line's last status; `null` when the code was stopped.
+    pub code: Option<i32>,
+    /// `SIGKILL` when the code was stopped (time, memory, output); else
+    /// `null`.
+    pub signal: Option<&'static str>,
+    /// What stopped it: `TO` (time limit), `OL` (stdout over the cap),
+    /// `EL` (stderr over the cap), `SG` (out of memory, or another end by
+    /// the sandbox); `null` when the code ended itself.
+    pub status: Option<&'static str>,
+    /// The limit's sentence (`Time limit exceeded`...), when one stopped it.
+    pub message: Option<String>,
+    /// Milliseconds the call took at the server.
+    pub wall_time: u64,
+    /// With the `stateful` profile: the runtime session the call ran in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime_session_id: Option<String>,
+    /// With the `stateful` profile: `new` or `reused`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime_status: Option<&'static str>,
+}
+
+/// The official Code API's `status` and `signal` for a failure of this
+/// kind (`None`: the code ended itself).
+fn stop_of(kind: Option<&str>) -> (Option<&'static str>, Option<&'static str>) {
+    match kind {
+        None | Some("exception" | "exit") => (None, None),
+        Some("time_limit") => (Some("TO"), Some("SIGKILL")),
+        Some("output_cap") => (Some("OL"), Some("SIGKILL")),
+        Some("cancelled") => (Some("SG"), Some("SIGKILL")),
+        Some(_) => (Some("SG"), Some("SIGKILL")),
+    }
 }
 
 impl PlainExecView {
-    /// The view of an ended execution; `None` for a pause (impossible
-    /// without tools).
-    pub fn from_reply(reply: Reply) -> Option<Self> {
+    /// The view of an ended execution, `wall_ms` after its request came;
+    /// `None` for a pause (impossible without tools).
+    pub fn from_reply(reply: Reply, wall_ms: u64) -> Option<Self> {
         let Reply::Ended {
             execution_id,
             session_id,
@@ -283,12 +323,22 @@ impl PlainExecView {
             mut stderr,
             files,
             deleted_files,
+            ending,
             ..
         } = reply
         else {
             return None;
         };
-        if let Some(error) = error
+        let kind = ending.failure_kind.as_deref();
+        let (mut status, signal) = stop_of(kind);
+        if status == Some("OL") && error.as_deref().is_some_and(|e| e.starts_with("stderr")) {
+            status = Some("EL");
+        }
+        // A process that exits says nothing of it; an exception's line is
+        // the end of its traceback already.
+        let told = kind == Some("exit");
+        let message = status.and(error.clone());
+        if let Some(error) = error.filter(|_| !told)
             && stderr.lines().last() != Some(error.as_str())
         {
             if !stderr.is_empty() && !stderr.ends_with('\n') {
@@ -304,8 +354,149 @@ impl PlainExecView {
             files: files.iter().map(ProducedFileView::from).collect(),
             deleted_files,
             execution_id,
+            code: ending.exit_status,
+            signal,
+            status,
+            message,
+            wall_time: wall_ms,
+            runtime_session_id: None,
+            runtime_status: None,
         })
     }
+}
+
+/// What `POST /upload` answers: LibreChat's shape (`message`,
+/// `storage_session_id`, `files[].fileId`, `files[].filename`) with the
+/// fields earlier builds gave beside it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UploadView {
+    /// `success`.
+    pub message: &'static str,
+    /// The storage session the files are in (made for this upload unless
+    /// the form named one).
+    pub storage_session_id: String,
+    /// The same session, as earlier builds named it.
+    pub session_id: String,
+    /// The files, in the order of their parts.
+    pub files: Vec<UploadedFileView>,
+}
+
+/// One uploaded file.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UploadedFileView {
+    /// Its id (21 characters).
+    #[serde(rename = "fileId")]
+    pub file_id: String,
+    /// The part's file name as sent (a relative path is kept).
+    pub filename: String,
+    /// The same id, as earlier builds named it.
+    pub id: String,
+    /// Its path under `/mnt/data`.
+    pub name: String,
+    /// Its storage session.
+    pub session_id: String,
+    /// Bytes.
+    pub size: u64,
+    /// Unix seconds.
+    pub created: u64,
+}
+
+impl UploadedFileView {
+    /// The view of a stored file.
+    pub fn new(file: &FileMeta) -> Self {
+        Self {
+            file_id: file.id.clone(),
+            filename: file.name.clone(),
+            id: file.id.clone(),
+            name: file.name.clone(),
+            session_id: file.session_id.clone(),
+            size: file.size,
+            created: file.created,
+        }
+    }
+}
+
+impl UploadView {
+    /// The answer to an upload that stored `files` in `session_id`.
+    pub fn new(session_id: String, files: &[FileMeta]) -> Self {
+        Self {
+            message: "success",
+            storage_session_id: session_id.clone(),
+            session_id,
+            files: files.iter().map(UploadedFileView::new).collect(),
+        }
+    }
+}
+
+/// What `POST /upload/batch` answers (LibreChat matches files by
+/// `filename`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchUploadView {
+    /// `success` (every file stored), `partial_success` or `error` (none).
+    #[schema(pattern = "^(success|partial_success|error)$")]
+    pub message: &'static str,
+    /// The storage session made for this upload.
+    pub storage_session_id: String,
+    /// One entry per file part, in order.
+    pub files: Vec<BatchFileView>,
+    /// Files stored.
+    pub succeeded: usize,
+    /// Files refused.
+    pub failed: usize,
+}
+
+/// One file of a batch upload: stored (`status: success`, `fileId`) or
+/// refused (`status: error`, `error`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchFileView {
+    /// `success` or `error`.
+    #[schema(pattern = "^(success|error)$")]
+    pub status: &'static str,
+    /// The part's file name as sent.
+    pub filename: String,
+    /// The stored file's id.
+    #[serde(rename = "fileId", skip_serializing_if = "Option::is_none")]
+    pub file_id: Option<String>,
+    /// Why it was refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What `GET /sessions/{session_id}/objects/{file_id}` answers: a stored
+/// file's metadata (LibreChat reuses a file while `lastModified` is under
+/// 23 hours old).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ObjectView {
+    /// `<session>/<file id>`.
+    pub name: String,
+    /// Its path under `/mnt/data`, as uploaded.
+    #[serde(rename = "originalFilename")]
+    pub original_filename: String,
+    /// Bytes.
+    pub size: u64,
+    /// When it was stored (RFC 3339, UTC).
+    #[serde(rename = "lastModified")]
+    pub last_modified: String,
+    /// A tag for this content (the file id: files never change).
+    pub etag: String,
+    /// Its type, from its name.
+    #[serde(rename = "contentType")]
+    pub content_type: String,
+    /// Whether code may only read it.
+    #[serde(rename = "readOnly")]
+    pub read_only: bool,
+}
+
+/// What a delete answers.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeletedView {
+    /// `File deleted successfully`.
+    pub message: &'static str,
+    /// The session.
+    pub session_id: String,
+    /// The file.
+    #[serde(rename = "fileId")]
+    pub file_id: String,
 }
 
 /// `POST /tools/stubs`: the tools as a model's prompt can show them.
@@ -396,6 +587,12 @@ pub struct HealthView {
     pub parked: usize,
     /// Pre-forked children waiting for work.
     pub idle_children: usize,
+    /// Which callers are accepted (`--auth-provider`): `api-key`,
+    /// `librechat-jwt`, `both`, or `none`.
+    pub auth: &'static str,
+    /// With `auth: none`, the warning that nothing is checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<&'static str>,
 }
 
 /// Where a paused execution's code stands.

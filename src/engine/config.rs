@@ -126,4 +126,10 @@ pub struct ExecutionSpec {
     pub argv: Vec<String>,
     /// Tools code may not call; whether the end lists the calls.
     pub policy: crate::tools::CallPolicy,
+    /// The language of `source`.
+    pub lang: crate::program::Lang,
+    /// Names of the files code may read and not change.
+    pub read_only: Vec<String>,
+    /// Directories under `/mnt/data` beside those of the files.
+    pub directories: Vec<String>,
 }

@@ -25,7 +25,7 @@ use crate::journal::{
     CallRecord, CallResult, ClockBase, ExecutionRecord, FrameSummary, PendingRound, Round,
     StoredExtent,
 };
-use crate::program::{CannotRun, HASH_SEED, Program};
+use crate::program::{CannotRun, HASH_SEED, Lang, Program};
 use crate::rewrite;
 use crate::sandbox::pool::{ChildProc, Pool, RequestHold};
 use crate::sandbox::protocol::{
@@ -168,6 +168,10 @@ impl Engine {
             stored: StoredExtent::default(),
             direct_only: spec.policy.direct_only,
             include_history: spec.policy.include_history,
+            read_only: spec.read_only,
+            lang: spec.lang,
+            directories: spec.directories,
+            directories_left: Vec::new(),
             round_times: Default::default(),
         })
     }
@@ -357,14 +361,20 @@ impl Engine {
     }
 
     fn program_json(&self, record: &ExecutionRecord) -> Result<String, CannotRun> {
-        Program::build(
-            &record.source,
-            &record.tools,
-            self.config.limits.program_limits(),
-            &record.argv,
-            &record.direct_only,
-        )
-        .map(|program| program.to_json())
+        let limits = self.config.limits.program_limits();
+        let program = match record.lang {
+            Lang::Python => Program::build(
+                &record.source,
+                &record.tools,
+                limits,
+                &record.argv,
+                &record.direct_only,
+            )?,
+            Lang::Bash => Program::shell(&record.source, limits, &record.argv),
+        };
+        Ok(program
+            .with_workspace(&record.read_only, &record.directories)
+            .to_json())
     }
 
     fn fail_early(&self, record: &mut ExecutionRecord, (error, stderr): (String, String)) -> Step {
@@ -496,19 +506,25 @@ impl Engine {
                 outcome,
                 files,
                 removed,
+                directories,
                 stdout,
                 stderr,
                 run_us,
             } => {
                 self.charge(record, run_us, started);
                 self.append_output(record, &stdout, &stderr);
-                if let Err(error) =
-                    reports::check_workspace(record, &self.config.limits, &files, &removed)
+                let reported = reports::Workspace {
+                    files: &files,
+                    removed: &removed,
+                    directories: &directories,
+                };
+                if let Err(error) = reports::check_workspace(record, &self.config.limits, &reported)
                 {
                     return Step::Failed(Failure::InvalidReport(error));
                 }
                 record.produced = files;
                 record.removed = removed;
+                record.directories_left = directories;
                 match outcome {
                     ChildOutcome::Completed => Step::Completed,
                     ChildOutcome::Failed(failure) => Step::Failed(failure),

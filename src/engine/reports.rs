@@ -46,21 +46,44 @@ pub(super) fn check_calls(record: &ExecutionRecord, calls: &[PendingCall]) -> Re
 /// Checks what a child reports of its workspace at the end: the files it
 /// produced fit the limits and have valid names; the files it removed were
 /// files of the request.
+/// What a child reports of its workspace at its end.
+pub(super) struct Workspace<'a> {
+    /// Files created or changed.
+    pub files: &'a [WorkspaceFile],
+    /// Names of the request's files removed.
+    pub removed: &'a [String],
+    /// Directories left empty.
+    pub directories: &'a [String],
+}
+
+/// Checks what a child reports of its workspace: within the workspace's
+/// limits, valid names, no change to a read-only file, and removals of
+/// the request's files only.
 pub(super) fn check_workspace(
     record: &ExecutionRecord,
     limits: &ExecLimits,
-    files: &[WorkspaceFile],
-    removed: &[String],
+    reported: &Workspace<'_>,
 ) -> Result<(), String> {
+    let Workspace {
+        files,
+        removed,
+        directories,
+    } = reported;
     let total: u64 = files.iter().map(|f| f.bytes.len() as u64).sum();
-    if total > limits.workspace_bytes || files.len() as u64 > limits.workspace_files {
+    let entries = (files.len() + directories.len()) as u64;
+    if total > limits.workspace_bytes || entries > limits.workspace_files {
         return Err("Workspace limit exceeded".into());
     }
-    if let Some(bad) = files
-        .iter()
-        .find(|f| crate::workspace::check_name(&f.name).is_err())
+    let names = files.iter().map(|f| &f.name).chain(directories.iter());
+    if let Some(bad) = names
+        .clone()
+        .find(|name| crate::workspace::check_name(name).is_err())
     {
-        return Err(format!("Invalid workspace file name {:?}", bad.name));
+        return Err(format!("Invalid workspace file name {bad:?}"));
+    }
+    let changed = files.iter().map(|f| &f.name).chain(removed.iter());
+    if let Some(sealed) = changed.clone().find(|name| record.read_only.contains(name)) {
+        return Err(format!("Invalid workspace report: {sealed:?} is read-only"));
     }
     match removed
         .iter()

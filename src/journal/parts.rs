@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     ClockBase, ExecutionRecord, FIRST_PARTS_VERSION, FORMAT_VERSION, JournalError, MAGIC,
-    PendingRound, Round, RoundTimes, WorkspaceFile, bincode_limits,
+    PendingRound, READ_ONLY_VERSION, Round, RoundTimes, WorkspaceFile, bincode_limits,
 };
 use crate::tools::ToolDef;
 
@@ -104,6 +104,27 @@ struct StartExtension<'a> {
     include_history: bool,
 }
 
+/// What format 6 added to the start part: the extension of format 5 and
+/// the names of the files code may not change. Written only for a start
+/// that has such files (its other parts, and every other start, stay
+/// format 5, which earlier builds read).
+#[derive(Default, Serialize, Deserialize)]
+struct StartExtension6<'a> {
+    direct_only: Cow<'a, [String]>,
+    include_history: bool,
+    read_only: Cow<'a, [String]>,
+}
+
+impl<'a> From<StartExtension<'a>> for StartExtension6<'a> {
+    fn from(extension: StartExtension<'a>) -> Self {
+        StartExtension6 {
+            direct_only: extension.direct_only,
+            include_history: extension.include_history,
+            read_only: Cow::Borrowed(&[]),
+        }
+    }
+}
+
 /// The progress part.
 #[derive(Serialize, Deserialize)]
 struct ProgressPart<'a> {
@@ -125,9 +146,18 @@ fn encode_part<T: Serialize, E: Serialize>(
     part: &T,
     extension: Option<&E>,
 ) -> Result<Vec<u8>, JournalError> {
+    encode_versioned(FORMAT_VERSION, part, extension)
+}
+
+/// Header (`version`) and bincode of one part and its extension.
+fn encode_versioned<T: Serialize, E: Serialize>(
+    version: u16,
+    part: &T,
+    extension: Option<&E>,
+) -> Result<Vec<u8>, JournalError> {
     let mut out = Vec::with_capacity(256);
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&version.to_le_bytes());
     let encoded = bincode::serialize_into(&mut out, part).and_then(|()| match extension {
         Some(extension) => bincode::serialize_into(&mut out, extension),
         None => Ok(()),
@@ -141,13 +171,15 @@ fn encode_round(round: &Round) -> Result<Vec<u8>, JournalError> {
     encode_part::<Round, ()>(round, None)
 }
 
-/// The version and body of a part of format 4 or 5.
+/// The version and body of a part of format 4, 5 or 6.
 fn part_body(bytes: &[u8]) -> Result<(u16, &[u8]), JournalError> {
     if bytes.len() < 6 || &bytes[..4] != MAGIC {
         return Err(JournalError::BadMagic);
     }
     match u16::from_le_bytes([bytes[4], bytes[5]]) {
-        version @ (FIRST_PARTS_VERSION | FORMAT_VERSION) => Ok((version, &bytes[6..])),
+        version @ (FIRST_PARTS_VERSION | FORMAT_VERSION | READ_ONLY_VERSION) => {
+            Ok((version, &bytes[6..]))
+        }
         version => Err(JournalError::UnknownVersion(version)),
     }
 }
@@ -164,13 +196,51 @@ where
     T: Deserialize<'de> + Serialize,
     E: Deserialize<'de> + Default,
 {
+    let (part, rest) = split_extension::<T>(bytes, what)?;
+    match rest {
+        None => Ok((part, E::default())),
+        Some(rest) => Ok((part, decode_rest(bytes.len(), rest, what)?)),
+    }
+}
+
+/// The start part and its extension: format 6's, or format 5's (no file is
+/// read-only), or none (format 4).
+fn decode_start(bytes: &[u8]) -> Result<(StartPart<'_>, StartExtension6<'_>), JournalError> {
+    let (part, rest) = split_extension::<StartPart<'_>>(bytes, "start")?;
+    let extension = match (part_body(bytes)?.0, rest) {
+        (_, None) => StartExtension6::default(),
+        (READ_ONLY_VERSION, Some(rest)) => decode_rest(bytes.len(), rest, "start")?,
+        (_, Some(rest)) => decode_rest::<StartExtension<'_>>(bytes.len(), rest, "start")?.into(),
+    };
+    Ok((part, extension))
+}
+
+fn decode_rest<'de, E: Deserialize<'de>>(
+    len: usize,
+    rest: &'de [u8],
+    what: &str,
+) -> Result<E, JournalError> {
+    use bincode::Options;
+    bincode_limits(len)
+        .deserialize(rest)
+        .map_err(|e| JournalError::Corrupt(format!("{what} part: {e}")))
+}
+
+/// A part, and the bytes of its extension (none in format 4).
+fn split_extension<'de, T>(
+    bytes: &'de [u8],
+    what: &str,
+) -> Result<(T, Option<&'de [u8]>), JournalError>
+where
+    T: Deserialize<'de> + Serialize,
+{
     use bincode::Options;
     let corrupt = |e: bincode::Error| JournalError::Corrupt(format!("{what} part: {e}"));
     let (version, body) = part_body(bytes)?;
     let options = || bincode_limits(bytes.len());
     let part: T = options().deserialize(body).map_err(corrupt)?;
     if version == FIRST_PARTS_VERSION {
-        return Ok((part, E::default()));
+        return Ok((part, None));
     }
     // Fixed-width bincode is canonical: the part's own size says where its
     // extension starts.
@@ -178,9 +248,9 @@ where
     let rest = usize::try_from(used)
         .ok()
         .and_then(|used| body.get(used..))
+        .filter(|rest| !rest.is_empty())
         .ok_or_else(|| JournalError::Corrupt(format!("{what} part: its extension is missing")))?;
-    let extension = options().deserialize(rest).map_err(corrupt)?;
-    Ok((part, extension))
+    Ok((part, Some(rest)))
 }
 
 /// Whether a stored start value is a whole record of an earlier format
@@ -195,24 +265,7 @@ impl ExecutionRecord {
     /// The parts the store lacks (see [`ExecutionRecord::stored`]).
     pub fn new_parts(&self) -> Result<NewParts, JournalError> {
         let start = if self.stored.start_bytes == 0 {
-            Some(encode_part(
-                &StartPart {
-                    id: self.id,
-                    session_id: Cow::Borrowed(&self.session_id),
-                    source: Cow::Borrowed(&self.source),
-                    tools: Cow::Borrowed(&self.tools),
-                    timeout_ms: self.timeout_ms,
-                    seed: self.seed,
-                    hash_seed: self.hash_seed,
-                    clock0: self.clock0,
-                    files: Cow::Borrowed(&self.files),
-                    argv: Cow::Borrowed(&self.argv),
-                },
-                Some(&StartExtension {
-                    direct_only: Cow::Borrowed(&self.direct_only),
-                    include_history: self.include_history,
-                }),
-            )?)
+            Some(self.encode_start()?)
         } else {
             None
         };
@@ -242,6 +295,40 @@ impl ExecutionRecord {
         })
     }
 
+    /// The start part: format 6 when some file is read-only, else 5.
+    fn encode_start(&self) -> Result<Vec<u8>, JournalError> {
+        let part = StartPart {
+            id: self.id,
+            session_id: Cow::Borrowed(&self.session_id),
+            source: Cow::Borrowed(&self.source),
+            tools: Cow::Borrowed(&self.tools),
+            timeout_ms: self.timeout_ms,
+            seed: self.seed,
+            hash_seed: self.hash_seed,
+            clock0: self.clock0,
+            files: Cow::Borrowed(&self.files),
+            argv: Cow::Borrowed(&self.argv),
+        };
+        if self.read_only.is_empty() {
+            return encode_part(
+                &part,
+                Some(&StartExtension {
+                    direct_only: Cow::Borrowed(&self.direct_only),
+                    include_history: self.include_history,
+                }),
+            );
+        }
+        encode_versioned(
+            READ_ONLY_VERSION,
+            &part,
+            Some(&StartExtension6 {
+                direct_only: Cow::Borrowed(&self.direct_only),
+                include_history: self.include_history,
+                read_only: Cow::Borrowed(&self.read_only),
+            }),
+        )
+    }
+
     /// Records that `parts` were written.
     pub fn mark_stored(&mut self, parts: &NewParts) {
         if let Some(start) = &parts.start {
@@ -263,8 +350,7 @@ impl ExecutionRecord {
         progress: &[u8],
         rounds: &[Vec<u8>],
     ) -> Result<Self, JournalError> {
-        let (start_part, start_extension): (StartPart<'_>, StartExtension<'_>) =
-            decode_extended(start, "start")?;
+        let (start_part, start_extension) = decode_start(start)?;
         let (progress_part, progress_extension): (ProgressPart<'_>, ProgressExtension<'_>) =
             decode_extended(progress, "progress")?;
         if progress_part.rounds as usize != rounds.len() {
@@ -304,6 +390,10 @@ impl ExecutionRecord {
             },
             direct_only: start_extension.direct_only.into_owned(),
             include_history: start_extension.include_history,
+            read_only: start_extension.read_only.into_owned(),
+            lang: crate::program::Lang::Python,
+            directories: Vec::new(),
+            directories_left: Vec::new(),
             round_times: progress_extension.round_times.into_owned(),
         };
         record.validate()?;
@@ -448,6 +538,25 @@ mod tests {
             ExecutionRecord::from_parts(&start, cut, &rounds),
             Err(JournalError::Corrupt(_))
         ));
+    }
+
+    #[test]
+    fn a_start_with_read_only_files_is_format_6_and_others_stay_format_5() {
+        let version = |part: &[u8]| u16::from_le_bytes([part[4], part[5]]);
+        let mut record = sample();
+        let (plain, _, _) = parts_of(&record);
+        assert_eq!(version(&plain), FORMAT_VERSION);
+        record.read_only = vec!["skills/pdf/SKILL.md".into()];
+        record.direct_only = vec!["send-email".into()];
+        let (start, progress, rounds) = parts_of(&record);
+        assert_eq!(version(&start), READ_ONLY_VERSION);
+        assert_eq!(version(&progress), FORMAT_VERSION);
+        let back = ExecutionRecord::from_parts(&start, &progress, &rounds)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back.read_only, record.read_only);
+        assert_eq!(back.direct_only, record.direct_only);
+        let cut = &start[..start.len() - 1];
+        assert!(ExecutionRecord::from_parts(cut, &progress, &rounds).is_err());
     }
 
     #[test]

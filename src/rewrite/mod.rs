@@ -19,6 +19,7 @@
 //!   tool through the plain functions the runtime defines.
 
 mod depth;
+mod librechat;
 mod names;
 mod sites;
 
@@ -29,6 +30,7 @@ use std::sync::Arc;
 use crate::contract::{self, SharedContract};
 use crate::tools::ToolDef;
 pub use depth::{leaks_too_deep, on_sized_stack};
+pub use librechat::unwrap_librechat_main;
 pub use names::{is_parameter_name, python_name};
 
 /// How a site's result is used (see [`sites`]).

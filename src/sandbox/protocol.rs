@@ -116,6 +116,8 @@ pub enum FromChild {
         files: Vec<WorkspaceFile>,
         /// Names of the request's files the code removed (when completed).
         removed: Vec<String>,
+        /// Directories left empty (a runtime session keeps them).
+        directories: Vec<String>,
         /// Stdout written since the last report.
         stdout: String,
         /// Stderr written since the last report.

@@ -120,9 +120,15 @@ impl Service {
         state: Option<&[u8]>,
         record: Option<&ExecutionRecord>,
     ) -> Result<(), ServiceError> {
-        let cancelled_error = Some(Failure::Cancelled.to_string());
-        let outcome = record
-            .map(|record| EndedOutcome::of(record, cancelled_error, Vec::new(), Vec::new(), None));
+        let outcome = record.map(|record| {
+            EndedOutcome::of(
+                record,
+                Some(&Failure::Cancelled),
+                Vec::new(),
+                Vec::new(),
+                None,
+            )
+        });
         let outcome_bytes = outcome.as_ref().map(EndedOutcome::encode);
         let (state_key, outcome_key) = (state_key(id), outcome_key(id));
         let mut puts: Vec<(&[u8], &[u8])> = Vec::with_capacity(2);

@@ -79,7 +79,7 @@ pub enum Routing {
 /// What a continuation led to.
 pub enum Continued {
     /// The answer (a pause, an end, or a retry's answer).
-    Reply(Reply),
+    Reply(Box<Reply>),
     /// The child is parked on another node, at `address`: the round was
     /// not claimed here, and the results are given back (to continue here
     /// with [`Routing::Here`] if that node does not answer).
@@ -156,7 +156,7 @@ impl Service {
                 .answer_retry(&id, owner, claims.round, digest, refused)
                 .await?
             {
-                Retried::Answer(reply) => return Ok(Continued::Reply(*reply)),
+                Retried::Answer(reply) => return Ok(Continued::Reply(reply)),
                 // The node running the round died while this waited.
                 Retried::PutBack => continue,
             }
@@ -178,7 +178,9 @@ impl Service {
             texts,
             request_id,
         };
-        self.claim_and_run(claimable).await.map(Continued::Reply)
+        self.claim_and_run(claimable)
+            .await
+            .map(|reply| Continued::Reply(Box::new(reply)))
     }
 
     /// Claims the round and runs it to the next pause or the end.

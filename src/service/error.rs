@@ -31,6 +31,10 @@ pub enum ServiceError {
     /// Another request with the same client request id is being served.
     #[error("A request with this X-LibreChat-Code-Request-ID is already in progress")]
     RequestInFlight,
+    /// The runtime session runs another call, and did not finish it within
+    /// the wait.
+    #[error("runtime_session_busy")]
+    RuntimeSessionBusy,
     /// Unknown or deleted execution, or another key's.
     #[error("Execution not found or expired")]
     NotFound,

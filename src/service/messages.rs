@@ -5,7 +5,8 @@
 use serde::Deserialize;
 
 use crate::journal::{CallRecord, ExecutionRecord, HistoryCall};
-use crate::state::{EndedOutcome, ExecState, Status};
+use crate::program::Lang;
+use crate::state::{EndedOutcome, Ending, ExecState, Status};
 use crate::tools::{CallPolicy, ToolDef};
 use crate::workspace::FileMeta;
 
@@ -30,9 +31,13 @@ pub struct StartRequest {
     pub argv: Vec<String>,
     /// Tools code may not call, and whether the end lists the calls.
     pub policy: CallPolicy,
+    /// The language of `code`.
+    pub lang: Lang,
 }
 
-/// A start request's reference to a session file.
+/// A start request's reference to a session file: baton's shape (`id`,
+/// `session_id`, `name`) or LibreChat's (`id`, `storage_session_id`,
+/// `name`, `kind`, `resource_id`, `version`).
 #[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 pub struct FileRef {
     /// The file id.
@@ -40,10 +45,33 @@ pub struct FileRef {
     /// The name to give it under `/mnt/data` (the stored name when absent).
     #[serde(default)]
     pub name: Option<String>,
-    /// Its session (the execution's when absent). LibreChat's client calls
-    /// it `storage_session_id`.
-    #[serde(default, alias = "storage_session_id")]
+    /// Its session (the execution's when absent).
+    #[serde(default)]
     pub session_id: Option<String>,
+    /// Its session as LibreChat names it (wins over `session_id`).
+    #[serde(default)]
+    pub storage_session_id: Option<String>,
+    /// Whose file: `user` (the caller's own, the default), `agent` or
+    /// `skill` (shared in the tenant, with `resource_id`).
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// The agent's or skill's id (for `user` files: informational).
+    #[serde(default)]
+    pub resource_id: Option<String>,
+    /// A skill's version (a number).
+    #[serde(default)]
+    #[schema(value_type = Option<f64>)]
+    pub version: Option<serde_json::Value>,
+}
+
+impl FileRef {
+    /// The storage session it names, if any.
+    pub fn session(&self) -> Option<&str> {
+        self.storage_session_id
+            .as_deref()
+            .or(self.session_id.as_deref())
+            .filter(|s| !s.is_empty())
+    }
 }
 
 /// One result of a continuation.
@@ -100,6 +128,11 @@ pub enum Reply {
         failure: Option<&'static str>,
         /// The calls it made, when the start asked for them.
         history: Option<Vec<HistoryCall>>,
+        /// Its exit status and failure kind.
+        ending: Ending,
+        /// Directories its code left empty (known to the request that ran
+        /// the end only).
+        directories: Vec<String>,
     },
 }
 
@@ -171,6 +204,8 @@ impl Reply {
             files: outcome.files,
             deleted_files: outcome.deleted,
             history: outcome.history,
+            ending: outcome.ending,
+            directories: Vec::new(),
         }
     }
 }
@@ -188,5 +223,7 @@ pub(super) fn cancelled_reply(record: &ExecutionRecord) -> Reply {
         round: record.round_count() as u32,
         failure: Some(Failure::Cancelled.kind()),
         history: None,
+        ending: Ending::of(Some(&Failure::Cancelled)),
+        directories: Vec::new(),
     }
 }

@@ -29,12 +29,14 @@
 mod cancel;
 mod continuation;
 pub mod error;
+mod inputs;
 mod listing;
 mod messages;
 mod nodes;
 mod records;
 mod recovery;
 mod request_ids;
+mod runtime_sessions;
 mod settle;
 mod start;
 mod upkeep;
@@ -52,10 +54,14 @@ use crate::workspace::Files;
 
 pub use continuation::{Continued, Routing, order_results};
 pub use error::ServiceError;
+pub use inputs::InputFile;
 use listing::shown_status;
 pub use listing::{ListQuery, Listed, Listing, MAX_PAGE};
 pub use messages::{
     CancelOutcome, Cancellation, FileRef, Inspection, Reply, StartRequest, ToolResult,
+};
+pub use runtime_sessions::{
+    RUNTIME_SESSIONS, RuntimeSessionInfo, RuntimeSessionLimits, RuntimeStatus,
 };
 pub use upkeep::Upkept;
 
@@ -130,6 +136,8 @@ pub struct ServiceConfig {
     pub max_key_storage_bytes: u64,
     /// Bytes of records of recent pauses kept in memory.
     pub record_cache_bytes: u64,
+    /// How long runtime sessions live.
+    pub runtime_sessions: RuntimeSessionLimits,
 }
 
 /// The service.

@@ -242,12 +242,7 @@ impl Service {
             }
             Step::Completed => {
                 metrics::counter!("baton_executions_completed_total").increment(1);
-                let produced = std::mem::take(&mut record.produced);
-                let files = self
-                    .files
-                    .keep_produced(state.owner, &record.session_id, produced)
-                    .await
-                    .map_err(ServiceError::from)?;
+                let files = self.keep_produced(record, &state).await?;
                 self.end(record, &state, None, files).await
             }
             // Its child was killed by a cancel (decided and stored by it).
@@ -259,9 +254,28 @@ impl Service {
                 if matches!(failure, Failure::NonDeterminism(_)) {
                     metrics::counter!("baton_nondeterminism_errors_total").increment(1);
                 }
-                self.end(record, &state, Some(failure), Vec::new()).await
+                // Code that raised or exited leaves its files as a disk would.
+                let files = if failure.is_the_codes_own() {
+                    self.keep_produced(record, &state).await?
+                } else {
+                    Vec::new()
+                };
+                self.end(record, &state, Some(failure), files).await
             }
         }
+    }
+
+    /// Stores the files `record`'s code left, in its session.
+    async fn keep_produced(
+        &self,
+        record: &mut ExecutionRecord,
+        state: &ExecState,
+    ) -> Result<Vec<FileMeta>, ServiceError> {
+        let produced = std::mem::take(&mut record.produced);
+        self.files
+            .keep_produced(state.owner, &record.session_id, produced)
+            .await
+            .map_err(ServiceError::from)
     }
 
     /// The failure of a record too large to store, if it is.
@@ -326,14 +340,13 @@ impl Service {
         files: Vec<FileMeta>,
     ) -> Result<Reply, ServiceError> {
         let kind = failure.as_ref().map(Failure::kind);
-        let error = failure.map(|failure| failure.to_string());
-        let deleted = if error.is_none() {
+        let deleted = if failure.as_ref().is_none_or(Failure::is_the_codes_own) {
             record.removed.clone()
         } else {
             Vec::new()
         };
         let ended = ExecState {
-            status: if error.is_none() {
+            status: if failure.is_none() {
                 Status::Completed
             } else {
                 Status::Failed
@@ -345,7 +358,7 @@ impl Service {
             node: self.store.node(),
         };
         let history = record.include_history.then(|| history(record));
-        let outcome = EndedOutcome::of(record, error, files, deleted, history);
+        let outcome = EndedOutcome::of(record, failure.as_ref(), files, deleted, history);
         let outcome_bytes = outcome.encode();
         let flush = if outcome.files.is_empty() && outcome.deleted.is_empty() {
             Flush::AfterReply
@@ -372,11 +385,13 @@ impl Service {
             },
         )
         .await?;
-        Ok(Reply::from_outcome(
-            record.id_hex(),
-            outcome,
-            record.round_count() as u32,
-            kind,
-        ))
+        let mut reply =
+            Reply::from_outcome(record.id_hex(), outcome, record.round_count() as u32, kind);
+        if let Reply::Ended { directories, .. } = &mut reply
+            && failure.as_ref().is_none_or(Failure::is_the_codes_own)
+        {
+            directories.clone_from(&record.directories_left);
+        }
+        Ok(reply)
     }
 }

@@ -2,69 +2,43 @@
 
 use tracing::Instrument;
 
+use crate::auth::Principal;
 use crate::engine::ExecutionSpec;
-use crate::journal::{ExecutionRecord, WorkspaceFile};
+use crate::journal::ExecutionRecord;
 use crate::state::{ExecState, Status, listing_key, state_key};
 use crate::timing::step;
 
 use super::error::ServiceError;
-use super::messages::{FileRef, Reply, StartRequest};
+use super::inputs::InputFile;
+use super::messages::{Reply, StartRequest};
 use super::records::{borrowed, part_writes};
 use super::settle::Claimed;
 use super::{Service, now_micros};
 
 impl Service {
-    /// Loads the files a start request names, as the workspace to start with.
-    async fn workspace(
-        &self,
-        owner: [u8; 8],
-        session: &str,
-        refs: &[FileRef],
-    ) -> Result<Vec<WorkspaceFile>, ServiceError> {
-        let mut files = Vec::with_capacity(refs.len());
-        let limit = self.engine.limits().workspace_bytes;
-        let mut total = 0u64;
-        for file in refs {
-            let from = file
-                .session_id
-                .as_deref()
-                .filter(|s| !s.is_empty())
-                .unwrap_or(session);
-            let stored = self
-                .files
-                .open(owner, from, &file.id)
-                .await
-                .map_err(ServiceError::from)?
-                .ok_or_else(|| {
-                    ServiceError::Invalid(format!(
-                        "file {:?} not found in session {from:?}",
-                        file.id
-                    ))
-                })?;
-            let name = match file.name.as_deref().filter(|n| !n.is_empty()) {
-                Some(name) => crate::workspace::check_name(name)
-                    .map_err(ServiceError::from)?
-                    .to_owned(),
-                None => stored.name.clone(),
-            };
-            total = total.saturating_add(stored.size);
-            if total > limit {
-                return Err(ServiceError::Invalid(format!(
-                    "the files of a request may have {limit} bytes at most"
-                )));
-            }
-            let bytes = stored.read_all().await.map_err(ServiceError::from)?;
-            files.push(WorkspaceFile { name, bytes });
-        }
-        Ok(files)
-    }
-
-    /// Starts an execution and runs it to its first pause or its end.
+    /// Starts an execution for `principal` and runs it to its first pause
+    /// or its end.
     pub async fn start(
         &self,
-        owner: [u8; 8],
+        principal: &Principal,
         request: StartRequest,
     ) -> Result<Reply, ServiceError> {
+        self.start_with(principal, request, &[], &[])
+            .await
+            .map(|(reply, _)| reply)
+    }
+
+    /// [`Service::start`] with `kept` files and `directories` under
+    /// `/mnt/data` before the request's own (a runtime session's); also
+    /// answers the stored file of each name the execution was given.
+    pub(super) async fn start_with(
+        &self,
+        principal: &Principal,
+        request: StartRequest,
+        kept: &[InputFile],
+        directories: &[String],
+    ) -> Result<(Reply, Vec<InputFile>), ServiceError> {
+        let owner = principal.owner;
         let _in_flight = self.engine.hold_for_request();
         let request_id = self
             .begin_request(owner, request.request_id.as_deref())
@@ -72,19 +46,24 @@ impl Service {
         let session_id = request
             .session_id
             .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| format!("sess_{}", hex::encode(rand::random::<[u8; 12]>())));
+            .unwrap_or_else(crate::workspace::new_session_id);
         crate::workspace::check_session(&session_id).map_err(ServiceError::from)?;
         self.admit(owner, request.code.len() as u64)?;
-        let files = self.workspace(owner, &session_id, &request.files).await?;
+        let workspace = self
+            .workspace_of(principal, &session_id, kept, &request.files)
+            .await?;
         let spec = ExecutionSpec {
             source: request.code,
             tools: request.tools,
             timeout_ms: request.timeout_ms,
             session_id,
             seed: None,
-            files,
+            files: workspace.files,
             argv: request.argv,
             policy: request.policy,
+            lang: request.lang,
+            read_only: workspace.read_only,
+            directories: directories.to_vec(),
         };
         let mut record = step!("prepare")
             .in_scope(|| self.engine.prepare(spec))
@@ -100,7 +79,7 @@ impl Service {
         let flushing = self.store_start(&mut record, &state).await?;
         self.link_request(owner, &request_id, record.id).await?;
         if request_id.cancelled_early {
-            return self.cancel_now(record, state).await;
+            return Ok((self.cancel_now(record, state).await?, workspace.inputs));
         }
         metrics::counter!("baton_executions_started_total").increment(1);
         let started = std::time::Instant::now();
@@ -117,9 +96,11 @@ impl Service {
             }
         };
         metrics::histogram!("baton_start_to_pause_seconds").record(started.elapsed().as_secs_f64());
-        self.settle(record, state, step, flushing)
+        let reply = self
+            .settle(record, state, step, flushing)
             .instrument(step!("settle"))
-            .await
+            .await?;
+        Ok((reply, workspace.inputs))
     }
 
     /// Stores a new execution, running: its listing entry, its record's

@@ -48,6 +48,8 @@ enum Swept {
     Listings,
     /// Addresses of nodes that are gone.
     NodeAddresses,
+    /// Runtime sessions expired and not held at `now`.
+    RuntimeSessions { now: u64 },
 }
 
 impl Swept {
@@ -58,6 +60,7 @@ impl Swept {
             Swept::EarlyCancels { .. } => EARLY_CANCELS,
             Swept::Listings => LISTINGS,
             Swept::NodeAddresses => NODES,
+            Swept::RuntimeSessions { .. } => super::RUNTIME_SESSIONS,
         }
     }
 }
@@ -266,6 +269,7 @@ impl Service {
             Swept::RequestLinks { now },
             Swept::EarlyCancels { now },
             Swept::Listings,
+            Swept::RuntimeSessions { now },
         ] {
             self.sweep(swept).await?;
         }
@@ -295,6 +299,7 @@ impl Service {
             }
             Swept::Listings => self.listing_is_stale(key).await,
             Swept::NodeAddresses => self.address_is_stale(key).await,
+            Swept::RuntimeSessions { now } => Ok(self.runtime_session_is_gone(bytes, now)),
         }
     }
 }

@@ -275,6 +275,12 @@ pub mod _baton {
         with_host(|host| host.removed.push(name));
     }
 
+    /// Reports a directory the code left empty (at its end).
+    #[pyfunction]
+    fn directory(name: String) {
+        with_host(|host| host.directories.push(name));
+    }
+
     /// The next `n` bytes of the execution's entropy stream.
     #[pyfunction]
     fn entropy(n: usize) -> Vec<u8> {

@@ -57,6 +57,8 @@ pub struct Host {
     pub produced: Vec<WorkspaceFile>,
     /// Names of the request's files the code removed.
     pub removed: Vec<String>,
+    /// Directories the code left empty, reported at its end.
+    pub directories: Vec<String>,
 }
 
 impl Host {
@@ -94,6 +96,7 @@ impl Host {
             files,
             produced: Vec::new(),
             removed: Vec::new(),
+            directories: Vec::new(),
         };
         Ok((host, program_json))
     }
@@ -280,18 +283,27 @@ impl Host {
         let error = self.final_error(error);
         let run_us = self.stretch_us();
         let (stdout, stderr) = self.take_deltas();
-        let (outcome, files, removed) = match error {
-            Some(error) => (ChildOutcome::Failed(error), Vec::new(), Vec::new()),
-            None => (
-                ChildOutcome::Completed,
+        // What the code did to its files stands when it ended itself
+        // (completed, raised, exited); not when it was stopped.
+        let keeps_files = error.as_ref().is_none_or(Failure::is_the_codes_own);
+        let (files, removed, directories) = if keeps_files {
+            (
                 std::mem::take(&mut self.produced),
                 std::mem::take(&mut self.removed),
-            ),
+                std::mem::take(&mut self.directories),
+            )
+        } else {
+            (Vec::new(), Vec::new(), Vec::new())
+        };
+        let outcome = match error {
+            Some(error) => ChildOutcome::Failed(error),
+            None => ChildOutcome::Completed,
         };
         self.send(&FromChild::Finished {
             outcome,
             files,
             removed,
+            directories,
             stdout,
             stderr,
             run_us,

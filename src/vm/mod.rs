@@ -47,6 +47,8 @@ pub const RUNTIME_SOURCE: &str = include_str!("../../stdlib_shims/baton_runtime.
 pub const WORKSPACE_SOURCE: &str = include_str!("../../stdlib_shims/baton_workspace.py");
 /// Tool contracts at the call site, loaded before the runtime imports it.
 pub const CONTRACT_SOURCE: &str = include_str!("../../stdlib_shims/baton_contract.py");
+/// The small shell of `lang: "bash"`, loaded after the runtime.
+pub const SHELL_SOURCE: &str = include_str!("../../stdlib_shims/baton_shell.py");
 
 /// Modules imported once in the zygote so children start warm.
 const WARM_MODULES: &[&str] = &[
@@ -141,6 +143,7 @@ pub fn warm_up(vm: &VirtualMachine) -> Result<(), String> {
         ("RUNTIME", RUNTIME_SOURCE),
         ("WORKSPACE", WORKSPACE_SOURCE),
         ("CONTRACT", CONTRACT_SOURCE),
+        ("SHELL", SHELL_SOURCE),
     ] {
         scope
             .globals
@@ -157,6 +160,7 @@ pub fn warm_up(vm: &VirtualMachine) -> Result<(), String> {
         load('baton_workspace', WORKSPACE)\n\
         load('baton_contract', CONTRACT)\n\
         m = load('baton_runtime', RUNTIME)\n\
+        load('baton_shell', SHELL)\n\
         m.install()\n\
         import gc\n\
         gc.disable()\n\
@@ -403,7 +407,8 @@ fn interrupt_with_time_limit() {
 /// failed, if it did.
 ///
 /// The runtime answers `None`, or `(kind, line)`: `"memory"` for a
-/// `MemoryError`, else the exception's line (the host knows the failures it
+/// `MemoryError`, `"exit"` with the status of a non-zero integer exit, else
+/// the exception's line (the host knows the failures it
 /// raised itself, time limit, output cap and replay divergence, and reports
 /// those in place of this one).
 fn run_program(vm: &VirtualMachine, program_json: &str) -> Option<Failure> {
@@ -435,8 +440,13 @@ fn runtime_failure(vm: &VirtualMachine, value: &PyObjectRef) -> Failure {
         .downcast_ref::<rustpython_vm::builtins::PyTuple>()
         .map(|tuple| tuple.as_slice().to_vec())
         .unwrap_or_default();
+    let line = text(items.get(1));
     match text(items.first()).as_str() {
         "memory" => Failure::OutOfMemory,
-        _ => Failure::Exception(text(items.get(1))),
+        "exit" => match line.parse() {
+            Ok(status) => Failure::Exit(status),
+            Err(_) => Failure::Exception(format!("SystemExit: {line}")),
+        },
+        _ => Failure::Exception(line),
     }
 }

@@ -163,6 +163,7 @@ fn hard_timeout(shared: &Shared) -> ! {
         outcome: ChildOutcome::Failed(Failure::TimeLimit),
         files: Vec::new(),
         removed: Vec::new(),
+        directories: Vec::new(),
         stdout,
         stderr,
         run_us: 0,

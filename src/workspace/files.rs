@@ -57,7 +57,7 @@ pub const ORPHAN_GRACE_SECS: u64 = 86_400;
 /// What a listing shows of a file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileMeta {
-    /// File id (hex).
+    /// File id: 21 characters (24 hex digits for files of earlier builds).
     pub id: String,
     /// Path under `/mnt/data`.
     pub name: String,
@@ -71,18 +71,58 @@ pub struct FileMeta {
 
 /// A file's head: all but its contents. Its encoding is the start of every
 /// file's value; the contents' length is its last field, as bincode writes
-/// a `Vec<u8>`'s length before its bytes.
+/// a `Vec<u8>`'s length before its bytes. A read-only file's head is the
+/// second format: [`HEAD_V2`] and then the bincode of [`FileHeadV2`] (a
+/// writable file's is still the first, so every build reads it).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct FileHead {
     name: String,
     created: u64,
     size: u64,
+    /// Uploaded `read_only`: code sees it but cannot change it.
+    #[serde(skip)]
+    read_only: bool,
+}
+
+/// The first bytes of a head of the second format: a name length no name
+/// can have, where the first format starts with its name's length.
+const HEAD_V2: [u8; 8] = (u64::MAX - 1).to_le_bytes();
+
+/// The second format of a head (after [`HEAD_V2`]).
+#[derive(Serialize, Deserialize)]
+struct FileHeadV2 {
+    name: String,
+    created: u64,
+    size: u64,
+    read_only: bool,
 }
 
 impl FileHead {
-    /// Bytes of its bincode encoding: three `u64`s and the name.
+    /// Bytes of its encoding: three `u64`s and the name (and, in the
+    /// second format, the marker and the flag).
     fn encoded_len(&self) -> u64 {
-        24 + self.name.len() as u64
+        let first = 24 + self.name.len() as u64;
+        if self.read_only { first + 9 } else { first }
+    }
+
+    /// Its encoding, in the first format unless it is read-only.
+    fn encode(&self) -> Result<Vec<u8>, WorkspaceError> {
+        let encoded = if self.read_only {
+            let mut out = HEAD_V2.to_vec();
+            bincode::serialize_into(
+                &mut out,
+                &FileHeadV2 {
+                    name: self.name.clone(),
+                    created: self.created,
+                    size: self.size,
+                    read_only: true,
+                },
+            )
+            .map(|()| out)
+        } else {
+            bincode::serialize(self)
+        };
+        encoded.map_err(|e| WorkspaceError::Corrupt(e.to_string()))
     }
 
     /// What the file takes in the store, for the key's quota.
@@ -121,10 +161,22 @@ enum Layout {
 
 /// Bytes of a head scan that hold a [`FileHead`]: two lengths, the longest
 /// name, the creation time.
-const HEAD_LEN: usize = 8 + super::MAX_PATH + 8 + 8;
+const HEAD_LEN: usize = 8 + 8 + super::MAX_PATH + 8 + 8 + 1;
 
 fn decode_head(bytes: &[u8]) -> Result<FileHead, WorkspaceError> {
-    bincode::deserialize(bytes).map_err(|e| WorkspaceError::Corrupt(e.to_string()))
+    let corrupt = |e: bincode::Error| WorkspaceError::Corrupt(e.to_string());
+    match bytes.strip_prefix(&HEAD_V2[..]) {
+        Some(rest) => {
+            let head: FileHeadV2 = bincode::deserialize(rest).map_err(corrupt)?;
+            Ok(FileHead {
+                name: head.name,
+                created: head.created,
+                size: head.size,
+                read_only: head.read_only,
+            })
+        }
+        None => bincode::deserialize(bytes).map_err(corrupt),
+    }
 }
 
 fn session_prefix(owner: [u8; 8], session: &str) -> Vec<u8> {
@@ -193,8 +245,41 @@ fn new_id(now: u64) -> [u8; 12] {
     id
 }
 
-fn parse_id(id: &str) -> Option<[u8; 12]> {
-    hex::decode(id)
+/// Characters of a file id's text: LibreChat's 21-character nanoid shape.
+pub const ID_LEN: usize = 21;
+
+/// The check characters of an id's text: 5 characters of its digest, so
+/// that one id has one text.
+fn id_check(id: &[u8; 12]) -> String {
+    use base64::Engine;
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest([&b"baton/file-id"[..], id].concat());
+    let mut check = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&digest[..4]);
+    check.truncate(ID_LEN - 16);
+    check
+}
+
+/// An id's text: its 12 bytes in base64url (16 characters) and 5 check
+/// characters, 21 of `[A-Za-z0-9_-]` as LibreChat requires of ids.
+pub fn format_id(id: &[u8; 12]) -> String {
+    use base64::Engine;
+    let mut text = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id);
+    text.push_str(&id_check(id));
+    text
+}
+
+/// An id from its text: the 21-character form, or the 24 hex digits
+/// earlier builds gave.
+fn parse_id(text: &str) -> Option<[u8; 12]> {
+    use base64::Engine;
+    if text.len() == ID_LEN {
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(text.get(..16)?)
+            .ok()?;
+        let id = <[u8; 12]>::try_from(bytes).ok()?;
+        return (id_check(&id) == text[16..]).then_some(id);
+    }
+    hex::decode(text)
         .ok()
         .and_then(|id| <[u8; 12]>::try_from(id).ok())
 }
@@ -240,6 +325,10 @@ pub struct OpenFile {
     pub name: String,
     /// Bytes.
     pub size: u64,
+    /// When it was stored, unix seconds.
+    pub created: u64,
+    /// Uploaded read-only.
+    pub read_only: bool,
     inline: Vec<u8>,
     layout: Layout,
 }
@@ -377,8 +466,14 @@ impl Files {
         Ok(())
     }
 
-    /// A new file named `name` (checked) for `owner`.
-    pub fn writer(&self, owner: [u8; 8], name: &str) -> Result<FileWriter, WorkspaceError> {
+    /// A new file named `name` (checked) for `owner`; `read_only`: code
+    /// given it may read it and nothing else.
+    pub fn writer(
+        &self,
+        owner: [u8; 8],
+        name: &str,
+        read_only: bool,
+    ) -> Result<FileWriter, WorkspaceError> {
         check_name(name)?;
         let created = now_secs();
         Ok(FileWriter {
@@ -391,6 +486,7 @@ impl Files {
                 name: name.to_owned(),
                 created,
                 size: 0,
+                read_only,
             },
             pending: Vec::new(),
             chunks: 0,
@@ -410,8 +506,7 @@ impl Files {
         }
         let mut heads = Vec::with_capacity(written.len());
         for file in &written {
-            let mut value = bincode::serialize(&file.head)
-                .map_err(|e| WorkspaceError::Corrupt(e.to_string()))?;
+            let mut value = file.head.encode()?;
             value.extend_from_slice(&file.inline);
             heads.push((file_key(file.file.owner, session, &file.file.id), value));
         }
@@ -502,7 +597,7 @@ impl Files {
         name: &str,
         bytes: &[u8],
     ) -> Result<WrittenFile, WorkspaceError> {
-        let mut writer = self.writer(owner, name)?;
+        let mut writer = self.writer(owner, name, false)?;
         match writer.write(bytes).await {
             Ok(()) => writer.close().await,
             Err(error) => {
@@ -524,10 +619,14 @@ impl Files {
         let mut scan = crate::store::scan_heads(self.store.as_ref(), &prefix, HEAD_LEN);
         while let Some(head) = scan.next().await {
             let head = head?;
-            let Some(id) = head.key.get(prefix.len()..).filter(|id| id.len() == 12) else {
+            let Some(id) = head
+                .key
+                .get(prefix.len()..)
+                .and_then(|id| <[u8; 12]>::try_from(id).ok())
+            else {
                 continue;
             };
-            files.push(meta(id, session, &decode_head(&head.head)?));
+            files.push(meta(&id, session, &decode_head(&head.head)?));
         }
         files.sort_by(|a, b| a.created.cmp(&b.created).then_with(|| a.name.cmp(&b.name)));
         Ok(files)
@@ -558,9 +657,34 @@ impl Files {
             file: FileId { owner, id },
             name: head.name,
             size: head.size,
+            created: head.created,
+            read_only: head.read_only,
             inline,
             layout,
         }))
+    }
+
+    /// Deletes one file of `owner` in `session`; whether there was one.
+    pub async fn remove(
+        &self,
+        owner: [u8; 8],
+        session: &str,
+        id: &str,
+    ) -> Result<bool, WorkspaceError> {
+        let (Ok(session), Some(id)) = (check_session(session), parse_id(id)) else {
+            return Ok(false);
+        };
+        let key = file_key(owner, session, &id);
+        let Some(value) = self.store.get(&key).await? else {
+            return Ok(false);
+        };
+        let chunks = match decode_head(&value).and_then(|h| h.layout(value.len() as u64)) {
+            Ok(Layout::Chunks(count)) => count,
+            _ => 0,
+        };
+        self.delete(&key, chunks).await?;
+        self.store.flush().await?;
+        Ok(true)
     }
 
     /// Deletes the files created before `cutoff` (unix seconds) and the
@@ -616,9 +740,9 @@ impl Files {
     }
 }
 
-fn meta(id: &[u8], session: &str, head: &FileHead) -> FileMeta {
+fn meta(id: &[u8; 12], session: &str, head: &FileHead) -> FileMeta {
     FileMeta {
-        id: hex::encode(id),
+        id: format_id(id),
         name: head.name.clone(),
         session_id: session.to_owned(),
         size: head.size,
@@ -822,7 +946,7 @@ mod tests {
     async fn a_discarded_upload_leaves_no_chunk() {
         let dir = tempfile::tempdir().unwrap();
         let (store, files) = files(dir.path());
-        let mut writer = files.writer([1; 8], "cut.bin").unwrap();
+        let mut writer = files.writer([1; 8], "cut.bin", false).unwrap();
         writer.write(&contents(2 * CHUNK_LEN + 9)).await.unwrap();
         assert_eq!(
             keys(store.as_ref(), CHUNKS).await.len(),
@@ -833,11 +957,80 @@ mod tests {
         assert_eq!(keys(store.as_ref(), CHUNKS).await.len(), 3);
         files.discard(vec![written]).await;
         assert!(keys(store.as_ref(), CHUNKS).await.is_empty());
-        let mut writer = files.writer([1; 8], "cut.bin").unwrap();
+        let mut writer = files.writer([1; 8], "cut.bin", false).unwrap();
         writer.write(&contents(CHUNK_LEN + 1)).await.unwrap();
         writer.discard().await;
         assert!(keys(store.as_ref(), CHUNKS).await.is_empty());
-        assert!(files.writer([1; 8], "../x").is_err());
+        assert!(files.writer([1; 8], "../x", false).is_err());
         assert!(files.keep("../s", Vec::new()).await.is_err());
+    }
+
+    #[test]
+    fn ids_are_21_characters_with_one_text_each_and_old_hex_ids_still_parse() {
+        for _ in 0..200 {
+            let id = new_id(now_secs());
+            let text = format_id(&id);
+            assert_eq!(text.len(), ID_LEN);
+            assert!(
+                text.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+                "{text}"
+            );
+            assert_eq!(parse_id(&text), Some(id));
+            assert_eq!(parse_id(&hex::encode(id)), Some(id));
+            // Another check, or another first part: no file.
+            let mut wrong = text.clone().into_bytes();
+            wrong[20] = if wrong[20] == b'A' { b'B' } else { b'A' };
+            assert_eq!(parse_id(std::str::from_utf8(&wrong).unwrap()), None);
+        }
+        assert_eq!(parse_id("short"), None);
+        assert_eq!(parse_id(&"é".repeat(10)), None);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_read_only_file_keeps_its_flag_in_the_second_head_format_and_plain_ones_stay_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, files) = files(dir.path());
+        let mut sealed = files.writer([1; 8], "skills/pdf/SKILL.md", true).unwrap();
+        sealed.write(b"# Skill").await.unwrap();
+        let mut big = files.writer([1; 8], "big.bin", true).unwrap();
+        big.write(&contents(CHUNK_LEN + 7)).await.unwrap();
+        let mut plain = files.writer([1; 8], "notes.txt", false).unwrap();
+        plain.write(b"plain").await.unwrap();
+        let written = vec![
+            sealed.close().await.unwrap(),
+            big.close().await.unwrap(),
+            plain.close().await.unwrap(),
+        ];
+        let kept = files.keep("s1", written).await.unwrap();
+        for (meta, read_only, bytes) in [
+            (&kept[0], true, b"# Skill".to_vec()),
+            (&kept[1], true, contents(CHUNK_LEN + 7)),
+            (&kept[2], false, b"plain".to_vec()),
+        ] {
+            let open = files.open([1; 8], "s1", &meta.id).await.unwrap().unwrap();
+            assert_eq!(open.read_only, read_only, "{}", meta.name);
+            assert_eq!(open.read_all().await.unwrap(), bytes);
+        }
+        let heads = keys(store.as_ref(), FILES).await;
+        let mut firsts = 0;
+        for key in heads {
+            let value = store.get(&key).await.unwrap().unwrap();
+            if !value.starts_with(&HEAD_V2) {
+                firsts += 1;
+                // The first format is what earlier builds read.
+                let old: FileHead = bincode::deserialize(&value).unwrap();
+                assert_eq!(old.name, "notes.txt");
+            }
+        }
+        assert_eq!(firsts, 1);
+        assert_eq!(files.list([1; 8], "s1").await.unwrap().len(), 3);
+        // Removed with its chunks; another owner's remove finds nothing.
+        assert!(!files.remove([2; 8], "s1", &kept[1].id).await.unwrap());
+        assert!(files.remove([1; 8], "s1", &kept[1].id).await.unwrap());
+        assert!(!files.remove([1; 8], "s1", &kept[1].id).await.unwrap());
+        assert_eq!(keys(store.as_ref(), CHUNKS).await.len(), 0);
+        assert_eq!(files.sweep(0).await.unwrap(), 0);
+        assert_eq!(files.list([1; 8], "s1").await.unwrap().len(), 2);
     }
 }

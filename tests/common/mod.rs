@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod files;
+pub(crate) mod librechat;
 pub(crate) mod postgres;
 pub(crate) mod server;
 
@@ -79,6 +80,9 @@ pub(crate) fn spec(source: &str, tools: Vec<ToolDef>, timeout_ms: u64) -> Execut
         files: Vec::new(),
         argv: Vec::new(),
         policy: Default::default(),
+        lang: Default::default(),
+        read_only: Vec::new(),
+        directories: Vec::new(),
     }
 }
 

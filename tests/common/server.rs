@@ -28,6 +28,8 @@ pub(crate) struct Server {
     /// Its data directory (kept across restarts by the test).
     pub data_dir: PathBuf,
     extra: Vec<String>,
+    /// Environment variables it starts with (beside the test's own).
+    env: Vec<(String, String)>,
     /// What the server printed (its log), across restarts.
     log: Arc<Mutex<Vec<String>>>,
 }
@@ -41,15 +43,30 @@ impl Server {
     /// Starts `binary` (a `baton` build, perhaps an earlier one a bench
     /// compares with) on a fresh data directory.
     pub(crate) fn start_binary(binary: &Path, data_dir: &Path, extra: &[&str]) -> Server {
+        Server::launch(binary, data_dir, extra, &[])
+    }
+
+    /// Starts a server with environment variables (`CODEAPI_*`, as an
+    /// operator configures LibreChat's token keys).
+    pub(crate) fn start_with_env(data_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
+        Server::launch(Path::new(env!("CARGO_BIN_EXE_baton")), data_dir, extra, env)
+    }
+
+    fn launch(binary: &Path, data_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let extra: Vec<String> = extra.iter().map(|s| (*s).to_owned()).collect();
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
         let log = Arc::new(Mutex::new(Vec::new()));
-        let (child, base) = spawn(binary, data_dir, &extra, &log);
+        let (child, base) = spawn(binary, data_dir, &extra, &env, &log);
         Server {
             child: Some(child),
             binary: binary.to_owned(),
             base,
             data_dir: data_dir.to_owned(),
             extra,
+            env,
             log,
         }
     }
@@ -110,7 +127,13 @@ impl Server {
     /// Starts again on the same data directory and flags.
     pub(crate) fn restart(&mut self) {
         self.kill();
-        let (child, base) = spawn(&self.binary, &self.data_dir, &self.extra, &self.log);
+        let (child, base) = spawn(
+            &self.binary,
+            &self.data_dir,
+            &self.extra,
+            &self.env,
+            &self.log,
+        );
         self.child = Some(child);
         self.base = base;
     }
@@ -125,6 +148,28 @@ impl Server {
             libc::kill(child.id() as i32, libc::SIGTERM);
         }
         child.wait().map(|s| s.success()).unwrap_or(false)
+    }
+
+    /// Any request: `method` on `path` with `headers` and a JSON `body`.
+    pub(crate) fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&Value>,
+    ) -> (u16, Value) {
+        let mut request = agent().request(method, &format!("{}{}", self.base, path));
+        for (name, value) in headers {
+            request = request.set(name, value);
+        }
+        match body {
+            Some(body) => respond(
+                request
+                    .set("content-type", "application/json")
+                    .send_string(&body.to_string()),
+            ),
+            None => respond(request.call()),
+        }
     }
 
     /// POST a JSON body with the test key.
@@ -324,6 +369,7 @@ fn spawn(
     binary: &Path,
     data_dir: &Path,
     extra: &[String],
+    env: &[(String, String)],
     log: &Arc<Mutex<Vec<String>>>,
 ) -> (Child, String) {
     let mut child = Command::new(binary)
@@ -336,6 +382,7 @@ fn spawn(
         .args(unless_given(extra, "--signing-key", SIGNING))
         .args(unless_given(extra, "--pool-size", "2"))
         .args(extra)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .env("BATON_LOG", "warn")
         .stdout(Stdio::piped())
         .spawn()

@@ -12,10 +12,14 @@
 //
 // Environment:
 //   BATON_URL   base URL of the server, e.g. http://127.0.0.1:41234 (a trailing /v1 is fine)
-//   BATON_KEY   API key; sent as `X-API-Key: KEY` through the package's `authHeaders`
-//               option (3.9.x has no API-key env var of its own; see README.md)
-//   BATON_AUTH  optional: `x-api-key` (default), `bearer` (Authorization: Bearer KEY),
-//               `apikey` (Authorization: ApiKey KEY), or `none`
+//   LC_JWT_PRIVATE_KEY_FILE, LC_JWT_KID  the key LibreChat signs its Code API
+//               tokens with: the client's `authHeaders` then carries
+//               `Authorization: Bearer <JWT>` minted as LibreChat >= 0.8.6 mints it
+//               (librechat.mjs), the way LibreChat's app wires the package
+//   BATON_KEY   API key, for the older modes of BATON_AUTH
+//   BATON_AUTH  optional: `jwt` (the default with LC_JWT_PRIVATE_KEY_FILE), `x-api-key`
+//               (the default without: LibreChat before 0.8.6), `bearer`
+//               (Authorization: Bearer KEY), `apikey` (Authorization: ApiKey KEY), or `none`
 //   BATON_PROFILE  optional execution profile (`default`, `stateful`, or `none`);
 //               default `default`, which adds `X-CodeAPI-Expected-Profile: default`
 //               the way LibreChat's app does for its default code environment
@@ -31,7 +35,9 @@
 // Exit status: 0 when every scenario passed, 1 otherwise, 2 on a usage error.
 
 import http from 'node:http';
-import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import { CodeApiAuth } from './librechat.mjs';
+import { invokeLikeToolNode as invokeShared } from './toolnode.mjs';
 
 const BATON_URL = process.env.BATON_URL;
 const BATON_KEY = process.env.BATON_KEY ?? '';
@@ -163,8 +169,15 @@ const {
 } = await import('@librechat/agents');
 const { tool } = await import('@librechat/agents/langchain/tools');
 
+const jwtKeyFile = process.env.LC_JWT_PRIVATE_KEY_FILE;
+const lcAuth = jwtKeyFile
+  ? new CodeApiAuth({ privateKeyPem: fs.readFileSync(jwtKeyFile, 'utf8'), kid: process.env.LC_JWT_KID })
+  : null;
+const harnessUser = { id: '6650c1e1f1a2b3c4d5e6f7a8', tenantId: 'acme' };
 function authHeaders() {
-  switch ((process.env.BATON_AUTH ?? 'x-api-key').toLowerCase()) {
+  switch ((process.env.BATON_AUTH ?? (lcAuth ? 'jwt' : 'x-api-key')).toLowerCase()) {
+    case 'jwt':
+      return lcAuth.headers(harnessUser);
     case 'none':
       return {};
     case 'bearer':
@@ -242,31 +255,8 @@ const toolDefs = agentTools.map((t) => t.def);
 // ---------------------------------------------------------------------------
 // Invoke a tool the way ToolNode does.
 // ---------------------------------------------------------------------------
-async function invokeLikeToolNode(lcTool, args, { signal, programmatic }) {
-  const call = { id: `call_${randomUUID().slice(0, 8)}`, name: lcTool.name, args };
-  let invokeParams = { ...call, type: 'tool_call', stepId: undefined, turn: 0 };
-  if (programmatic) {
-    invokeParams = {
-      ...invokeParams,
-      toolMap,
-      toolDefs,
-      disallowedToolDefs: [],
-      programmaticToolName: call.name,
-    };
-  }
-  const config = { signal, configurable: { thread_id: 'baton-harness', run_id: randomUUID() } };
-  const runtime = { ...config, toolCallId: call.id, config, state: {}, store: null, writer: null };
-  try {
-    const msg = await lcTool.invoke(invokeParams, runtime);
-    return { status: 'success', output: msg.content, artifact: msg.artifact };
-  } catch (e) {
-    return {
-      status: 'error',
-      output: `Error: ${e.message}\n Please fix your mistakes.`,
-      error: e.message,
-      error_class: e.name,
-    };
-  }
+function invokeLikeToolNode(lcTool, args, { signal, programmatic }) {
+  return invokeShared(lcTool, args, { signal, programmatic, toolMap, toolDefs });
 }
 
 function exchangesSince(mark) {

@@ -134,6 +134,9 @@ class FakeBaton(types.ModuleType):
     def removed(self, name):
         pass
 
+    def directory(self, name):
+        pass
+
     def entropy(self, n):
         n = min(int(n), 1 << 20)
         while len(self.pool) < n:
