@@ -61,6 +61,14 @@ fn describe() {
     );
     describe_counter!("baton_rounds_total", "Pauses made durable and handed out.");
     describe_counter!(
+        "baton_auth_refused_total",
+        "Requests refused for their credentials, by `reason`: missing, unknown_key, key_not_accepted, token_not_accepted, or the token's (malformed, algorithm, missing_kid, unknown_kid, key_mismatch, signature, expired, not_yet_valid, lifetime, issuer, audience, claim)."
+    );
+    describe_counter!(
+        "baton_runtime_session_busy_total",
+        "Calls answered 409 runtime_session_busy: their runtime session ran another call for longer than --runtime-session-wait-secs."
+    );
+    describe_counter!(
         "baton_cold_resumes_total",
         "Continuations that replayed the journal in a fresh child (no parked child)."
     );

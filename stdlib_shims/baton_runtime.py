@@ -1039,6 +1039,9 @@ def run(program_json):
     original = program["original"]
     linecache.cache[FILENAME] = (len(original), None, original.splitlines(True), FILENAME)
     sys.argv = ["main.py"] + program["argv"]
+    # As CPython runs a program in the working directory: its modules there
+    # import (see `baton_workspace._ModuleFinder`).
+    sys.path[:0] = [""]
     try:
         g = _globals_for(program)
         code = _baton.compile(_real_compile, program["source"], FILENAME, "exec", PyCF_ALLOW_TOP_LEVEL_AWAIT)

@@ -128,9 +128,12 @@ class _Workspace:
 
     # -- names
 
-    def resolve(self, path, dir_fd=None):
+    def resolve(self, path, dir_fd=None, creating=False):
         """The name under /mnt/data of `path` ("" for the mount itself, or
-        one of `ANCESTORS` for `/` and `/mnt`)."""
+        one of `ANCESTORS` for `/` and `/mnt`). A name the rule refuses
+        cannot exist: looking one up finds nothing (`ENOENT`, as a missing
+        file answers); only making one (`creating`) says why it is
+        refused."""
         if isinstance(path, int):
             raise OSError(9, "Bad file descriptor")
         path = os.fspath(path)
@@ -153,7 +156,9 @@ class _Workspace:
         rel = full[len(MOUNT) + 1:]
         refused = _baton.name_error(rel)
         if refused is not None:
-            raise OSError(refused[0], refused[1], path)
+            if creating:
+                raise OSError(refused[0], refused[1], path)
+            raise FileNotFoundError(2, "No such file or directory", path)
         return rel
 
     @staticmethod
@@ -183,6 +188,15 @@ class _Workspace:
             raise FileNotFoundError(2, "No such file or directory", path)
         if not found.is_dir():
             raise NotADirectoryError(20, "Not a directory", path)
+
+    def is_file(self, path):
+        """Whether `path` names a file of the workspace (never raises)."""
+        try:
+            rel = self.resolve(path)
+        except (OSError, ValueError):
+            return False
+        found = None if rel in ANCESTORS else self.nodes.get(rel)
+        return found is not None and not found.is_dir()
 
     def is_dir(self, rel):
         if rel in ANCESTORS:
@@ -311,7 +325,7 @@ def _stat_of(node, rel):
 
 
 def _os_open(path, flags, mode=0o777, *, dir_fd=None):
-    rel = _WS.resolve(path, dir_fd)
+    rel = _WS.resolve(path, dir_fd, creating=bool(flags & os.O_CREAT))
     if flags & _O_TMPFILE == _O_TMPFILE:
         raise OSError(95, "Operation not supported", path)
     access = flags & _O_ACCMODE
@@ -659,7 +673,7 @@ def _os_scandir(path="."):
 
 
 def _os_mkdir(path, mode=0o777, *, dir_fd=None):
-    rel = _WS.resolve(path, dir_fd)
+    rel = _WS.resolve(path, dir_fd, creating=True)
     if rel in ANCESTORS or rel in _WS.nodes:
         raise FileExistsError(17, "File exists", path)
     _WS.parent(rel, path)
@@ -690,7 +704,7 @@ def _os_rmdir(path, *, dir_fd=None):
 
 
 def _os_rename(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
-    a, b = _WS.resolve(src, src_dir_fd), _WS.resolve(dst, dst_dir_fd)
+    a, b = _WS.resolve(src, src_dir_fd), _WS.resolve(dst, dst_dir_fd, creating=True)
     if a in ANCESTORS or b in ANCESTORS or "" in (a, b):
         raise OSError(16, "Device or resource busy", src)
     moving = _WS.node(a, src)
@@ -842,6 +856,62 @@ _ABSENT_OS = (
 )
 
 
+class _ModuleFinder:
+    """Imports modules kept in the workspace (code the model wrote, or a
+    file it was given) from the `sys.path` entries inside it, as CPython
+    imports them from a disk: `name.py`, or a package `name/__init__.py`.
+    After the built-in and frozen finders on `sys.meta_path`, so the
+    standard library comes first."""
+
+    @staticmethod
+    def _directory(entry):
+        if entry == "":
+            return _WS.path_of(_WS.cwd)
+        if isinstance(entry, str) and (entry == MOUNT or entry.startswith(MOUNT + "/")):
+            return entry
+        return None
+
+    @classmethod
+    def find_spec(cls, fullname, path=None, target=None):
+        import importlib.machinery
+        tail = fullname.rpartition(".")[2]
+        for entry in sys.path if path is None else path:
+            directory = cls._directory(entry)
+            if directory is None:
+                continue
+            package = posixpath.join(directory, tail)
+            for file, is_package in ((posixpath.join(package, "__init__.py"), True),
+                                     (package + ".py", False)):
+                if _WS.is_file(file):
+                    spec = importlib.machinery.ModuleSpec(
+                        fullname, _ModuleLoader(file), origin=file, is_package=is_package)
+                    spec.has_location = True
+                    if is_package:
+                        spec.submodule_search_locations = [package]
+                    return spec
+        return None
+
+
+class _ModuleLoader:
+    """Runs a workspace module's source in its module."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        import linecache
+        with _open(self.path, "rb") as f:
+            source = f.read()
+        # Tracebacks show the module's lines, as from a file on disk.
+        text = source.decode("utf-8", "replace")
+        linecache.cache[self.path] = (len(text), None, text.splitlines(True), self.path)
+        code = builtins.compile(source, self.path, "exec", dont_inherit=True)
+        exec(code, module.__dict__)
+
+
 def _install_workspace():
     builtins.open = _open
     io.open = _open
@@ -857,3 +927,8 @@ def _install_workspace():
         setattr(os, name, set())
     if hasattr(os, "fwalk"):
         del os.fwalk
+    # Before the path finder, which would read the real disk at the same
+    # names; after the built-in and frozen ones (the standard library).
+    finders = [getattr(f, "__name__", "") for f in sys.meta_path]
+    at = finders.index("PathFinder") if "PathFinder" in finders else len(sys.meta_path)
+    sys.meta_path.insert(at, _ModuleFinder)

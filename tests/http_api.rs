@@ -848,8 +848,11 @@ fn openapi_describes_every_route_and_needs_no_key() {
         "/executions/{id}",
         "/executions/{id}/cancel",
         "/files/{session_id}",
+        "/files/{session_id}/{file_id}",
+        "/sessions/{session_id}/objects/{file_id}",
         "/tools/stubs",
         "/upload",
+        "/upload/batch",
     ];
     let mut expected: Vec<String> = protocol
         .iter()

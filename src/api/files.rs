@@ -145,8 +145,7 @@ pub(super) async fn upload(
 /// own, all in one new storage session; matched back by `filename`.
 #[utoipa::path(post, path = "/upload/batch", tag = "files",
     request_body(content = UploadForm, content_type = "multipart/form-data"),
-    responses((status = 200, description = "Every file stored, or some (`partial_success`)", body = BatchUploadView),
-        (status = 400, description = "No file stored (`message: error`), or no file part", body = BatchUploadView),
+    responses((status = 200, description = "Every file stored, or some (`partial_success`, with each refused file's `error`)", body = BatchUploadView),
         Failures))]
 pub(super) async fn upload_batch(
     State(state): State<Arc<AppState>>,
@@ -186,19 +185,24 @@ pub(super) async fn upload_batch(
         .collect();
     let succeeded = views.iter().filter(|v| v.status == "success").count();
     let failed = views.len() - succeeded;
-    let (message, status) = match (succeeded, failed) {
-        (_, 0) => ("success", StatusCode::OK),
-        (0, _) => ("error", StatusCode::BAD_REQUEST),
-        _ => ("partial_success", StatusCode::OK),
-    };
+    if succeeded == 0 {
+        let first = views.iter().find_map(|v| v.error.as_deref()).unwrap_or("");
+        return Err(ApiError::BadRequest(format!(
+            "no file of the batch was stored ({failed} refused; the first: {first})"
+        )));
+    }
     let view = BatchUploadView {
-        message,
+        message: if failed == 0 {
+            "success"
+        } else {
+            "partial_success"
+        },
         storage_session_id: session,
         files: views,
         succeeded,
         failed,
     };
-    Ok((status, Json(view)).into_response())
+    Ok(Json(view).into_response())
 }
 
 /// Whether one bad file refuses the whole upload (`/upload`) or only
@@ -500,6 +504,21 @@ pub(super) async fn delete(
         file_id: id,
     };
     Ok(Json(view).into_response())
+}
+
+/// `DELETE /files/{session_id}/{file_id}`: the same delete, where LibreChat
+/// tries it when the objects route is missing.
+#[utoipa::path(delete, path = "/files/{session_id}/{file_id}", tag = "files",
+    params(("session_id" = String, Path, description = "The storage session"),
+        ("file_id" = String, Path, description = "The file id"), ResourceQuery),
+    responses((status = 200, description = "Deleted", body = DeletedView), Failures))]
+pub(super) async fn delete_file(
+    state: State<Arc<AppState>>,
+    principal: Extension<Principal>,
+    path: Path<(String, String)>,
+    query: Result<Query<ResourceQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    delete(state, principal, path, query).await
 }
 
 /// `GET /download/{session_id}/{file_id}`: one file's bytes.

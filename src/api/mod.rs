@@ -150,7 +150,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/executions/{id}/cancel", post(cancel_execution))
         .merge(uploads)
         .route("/files/{session_id}", get(files::list))
-        .route("/files/{session_id}/{file_id}", delete(files::delete))
+        .route("/files/{session_id}/{file_id}", delete(files::delete_file))
         .route(
             "/sessions/{session_id}/objects/{file_id}",
             get(files::object).delete(files::delete),

@@ -31,7 +31,11 @@ use super::views::ErrorView;
         super::inspect,
         super::cancel_execution,
         super::files::upload,
+        super::files::upload_batch,
         super::files::list,
+        super::files::object,
+        super::files::delete,
+        super::files::delete_file,
         super::files::download,
         super::tool_stubs,
         super::health,
@@ -56,7 +60,8 @@ pub async fn openapi_json() -> axum::Json<Document> {
     axum::Json(ApiDoc::openapi())
 }
 
-/// The two ways to present an API key.
+/// The ways to present a credential: an API key, or a bearer token
+/// (LibreChat's Code API JWT, or an API key).
 struct Security;
 
 impl Modify for Security {
@@ -68,7 +73,15 @@ impl Modify for Security {
         );
         components.add_security_scheme(
             "bearer",
-            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .description(Some(
+                        "LibreChat's Code API token (EdDSA or RS256, verified with --jwt-public-key), or an API key",
+                    ))
+                    .build(),
+            ),
         );
     }
 }
@@ -94,7 +107,10 @@ impl Modify for Versioned {
 
 /// A route's copy with operation ids of its own.
 fn versioned(mut item: PathItem) -> PathItem {
-    for operation in [&mut item.get, &mut item.post].into_iter().flatten() {
+    for operation in [&mut item.get, &mut item.post, &mut item.delete]
+        .into_iter()
+        .flatten()
+    {
         if let Some(id) = &operation.operation_id {
             operation.operation_id = Some(format!("v1_{id}"));
         }

@@ -432,8 +432,9 @@ impl UploadView {
 /// `filename`).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct BatchUploadView {
-    /// `success` (every file stored), `partial_success` or `error` (none).
-    #[schema(pattern = "^(success|partial_success|error)$")]
+    /// `success` (every file stored) or `partial_success` (a batch of
+    /// which no file is stored is answered 400).
+    #[schema(pattern = "^(success|partial_success)$")]
     pub message: &'static str,
     /// The storage session made for this upload.
     pub storage_session_id: String,
