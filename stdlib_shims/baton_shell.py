@@ -309,35 +309,30 @@ class Lexer:
         """The whole text as a here-document's body: `$` and backquote
         expansions; a backslash quotes only `$`, backquote, `\\` and a
         newline (`\\"` stays as written)."""
-        text = self.text
         word = Word()
-        word.add("dq", "")
-        while self.pos < len(text):
-            c = text[self.pos]
-            if c == "\\" and self.pos + 1 < len(text) and text[self.pos + 1] in "$`\\\n":
-                if text[self.pos + 1] != "\n":
-                    word.add("dq", text[self.pos + 1])
-                self.pos += 2
-            elif c == "$":
-                self.dollar(word, "dq")
-            elif c == "`":
-                word.add("dqcmd", self.backquoted())
-            else:
-                word.add("dq", c)
-                self.pos += 1
+        self.expanding(word, "$`\\\n", None)
         return word
 
     def double_quoted(self, word):
+        """The rest of a double-quoted part, up to its closing `"`."""
+        self.expanding(word, '$`"\\\n', '"')
+
+    def expanding(self, word, escapable, closing):
+        """Reads text with `$` and backquote expansions into `word` (as
+        double-quoted parts) up to `closing` (consumed), or to the end when
+        it is None; a backslash quotes the characters of `escapable`."""
         text = self.text
         word.add("dq", "")
         while True:
             if self.pos >= len(text):
+                if closing is None:
+                    return
                 self.error('unexpected EOF while looking for matching `"\'')
             c = text[self.pos]
-            if c == '"':
+            if c == closing:
                 self.pos += 1
                 return
-            if c == "\\" and self.pos + 1 < len(text) and text[self.pos + 1] in '$`"\\\n':
+            if c == "\\" and self.pos + 1 < len(text) and text[self.pos + 1] in escapable:
                 if text[self.pos + 1] != "\n":
                     word.add("dq", text[self.pos + 1])
                 self.pos += 2

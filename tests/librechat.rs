@@ -71,26 +71,24 @@ fn lc_key_env() -> Vec<(&'static str, String)> {
     ]
 }
 
-#[test]
-fn librechat_client_scenarios_pass_with_its_tokens() {
+/// Runs `script` of the harness against a server that takes LibreChat's
+/// tokens only; every scenario of `expected` must pass.
+fn passes(script: &str, expected: &[&str]) {
     let harness = install_harness();
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let env = jwt_env("librechat-jwt");
     let server = Server::start_with_env(dir.path(), &[], &pairs(&env));
     let client = lc_key_env();
-    let (reports, output, success) =
-        run_harness(&harness, "run.mjs", &server.base, &pairs(&client));
-    assert_all_passed(CLIENT_SCENARIOS, &reports, &output, success);
+    let (reports, output, success) = run_harness(&harness, script, &server.base, &pairs(&client));
+    assert_all_passed(expected, &reports, &output, success);
+}
+
+#[test]
+fn librechat_client_scenarios_pass_with_its_tokens() {
+    passes("run.mjs", CLIENT_SCENARIOS);
 }
 
 #[test]
 fn librechat_server_side_works_end_to_end() {
-    let harness = install_harness();
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
-    let env = jwt_env("librechat-jwt");
-    let server = Server::start_with_env(dir.path(), &[], &pairs(&env));
-    let client = lc_key_env();
-    let (reports, output, success) =
-        run_harness(&harness, "server.mjs", &server.base, &pairs(&client));
-    assert_all_passed(SERVER_SCENARIOS, &reports, &output, success);
+    passes("server.mjs", SERVER_SCENARIOS);
 }

@@ -67,9 +67,10 @@ fn bad_tokens() -> Vec<(&'static str, &'static str, String)> {
         b64(&with(good(), "sub", json!("admin"))),
         parts[2]
     );
+    // A character inside the signature (the last one holds padding bits).
     let mut flipped = parts[2].to_owned();
-    let last = if flipped.ends_with('A') { "B" } else { "A" };
-    flipped.replace_range(flipped.len() - 1.., last);
+    let other = if flipped[5..6] == *"A" { "B" } else { "A" };
+    flipped.replace_range(5..6, other);
     let mut hs = Header::new(Algorithm::HS256);
     hs.kid = Some(KID.into());
     let hs256 = jsonwebtoken::encode(

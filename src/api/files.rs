@@ -124,16 +124,8 @@ pub(super) async fn upload(
     Extension(principal): Extension<Principal>,
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<Response, ApiError> {
-    let mut multipart = multipart_of(multipart)?;
+    let mut upload = received(&state, principal, multipart, Strict::Yes).await?;
     let files = state.service.files();
-    let mut upload = Upload::new(principal);
-    if let Err(error) = receive(&state, &mut multipart, &mut upload, Strict::Yes).await {
-        files.discard(upload.written_files()).await;
-        return Err(error);
-    }
-    if upload.parts.is_empty() {
-        return Err(ApiError::BadRequest("the body has no file part".into()));
-    }
     let session = upload.session.clone();
     let stored = files.keep(&session, upload.written_files()).await?;
     files.flush().await?;
@@ -152,16 +144,8 @@ pub(super) async fn upload_batch(
     Extension(principal): Extension<Principal>,
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<Response, ApiError> {
-    let mut multipart = multipart_of(multipart)?;
+    let upload = received(&state, principal, multipart, Strict::No).await?;
     let files = state.service.files();
-    let mut upload = Upload::new(principal);
-    if let Err(error) = receive(&state, &mut multipart, &mut upload, Strict::No).await {
-        files.discard(upload.written_files()).await;
-        return Err(error);
-    }
-    if upload.parts.is_empty() {
-        return Err(ApiError::BadRequest("No files provided".into()));
-    }
     let session = upload.session.clone();
     let (parts, written) = upload.into_parts();
     let mut stored = files.keep(&session, written).await?.into_iter();
@@ -203,6 +187,26 @@ pub(super) async fn upload_batch(
         failed,
     };
     Ok(Json(view).into_response())
+}
+
+/// The whole form of an upload read, its files' contents stored (not kept
+/// yet); on a failure, or with no file part, nothing of it is left.
+async fn received(
+    state: &AppState,
+    principal: Principal,
+    multipart: Result<Multipart, MultipartRejection>,
+    strict: Strict,
+) -> Result<Upload, ApiError> {
+    let mut multipart = multipart_of(multipart)?;
+    let mut upload = Upload::new(principal);
+    if let Err(error) = receive(state, &mut multipart, &mut upload, strict).await {
+        state.service.files().discard(upload.written_files()).await;
+        return Err(error);
+    }
+    if upload.parts.is_empty() {
+        return Err(ApiError::BadRequest("the body has no file part".into()));
+    }
+    Ok(upload)
 }
 
 /// Whether one bad file refuses the whole upload (`/upload`) or only
