@@ -240,6 +240,8 @@ pub struct Verified {
     pub subject: String,
     /// `role`, when given.
     pub role: Option<String>,
+    /// `exp`: when it stops being accepted (beyond the skew).
+    pub expires_at: u64,
 }
 
 /// The claims read beyond those `jsonwebtoken` checks.
@@ -260,7 +262,8 @@ struct Header {
     kid: Option<String>,
 }
 
-fn now_secs() -> u64 {
+/// Seconds since the Unix epoch.
+pub fn now_secs() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
@@ -342,7 +345,15 @@ impl JwtSettings {
             tenant,
             subject,
             role,
+            expires_at: exp,
         })
+    }
+
+    /// Whether a token verified before, expiring at `exp`, is still
+    /// accepted `now`, as [`JwtSettings::verify`] would accept it (a
+    /// verified token's other checks cannot change).
+    pub fn still_valid(&self, exp: u64, now: u64) -> bool {
+        now <= exp.saturating_add(self.clock_skew_secs)
     }
 
     /// The signature, `exp`, `nbf`, `iss` and `aud` checked by

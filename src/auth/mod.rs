@@ -30,6 +30,9 @@
 
 pub mod jwt;
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use sha2::{Digest, Sha256};
 
 pub use jwt::{JwtSettings, Refusal, Verified, VerifyingKey};
@@ -159,7 +162,14 @@ pub struct Authenticator {
     jwt: Option<JwtSettings>,
     /// The tenant of unverified callers.
     unverified_tenant: String,
+    /// Tokens verified lately, by their SHA-256: LibreChat sends one token
+    /// for up to 30 s, and its signature need not be checked again (its
+    /// expiry is, at every use).
+    verified: Mutex<HashMap<[u8; 32], (Principal, u64)>>,
 }
+
+/// Tokens remembered as verified, at most (the map is emptied when full).
+const VERIFIED_CACHE: usize = 4096;
 
 /// Whether `value` has the shape of a JWT (three base64url parts).
 fn looks_like_jwt(value: &str) -> bool {
@@ -358,6 +368,7 @@ impl Authenticator {
                 .collect(),
             jwt,
             unverified_tenant,
+            verified: Mutex::new(HashMap::new()),
         }
     }
 
@@ -387,10 +398,7 @@ impl Authenticator {
         match (api_key, authorization) {
             (Some(key), _) => self.by_key(key),
             (None, Some(value)) if looks_like_jwt(value) => match (&self.jwt, self.provider) {
-                (Some(jwt), provider) if provider.takes_tokens() => jwt
-                    .verify(value)
-                    .map(|v| Principal::of_subject(&v.tenant, &v.subject, Via::Token))
-                    .map_err(|r| AuthError::Refused(Denial::Token(r))),
+                (Some(jwt), provider) if provider.takes_tokens() => self.by_token(jwt, value),
                 // A key that happens to look like a token.
                 _ if self.provider.takes_keys() => self.by_key(value),
                 _ => refused(Denial::TokenNotAccepted),
@@ -398,6 +406,33 @@ impl Authenticator {
             (None, Some(value)) => self.by_key(value),
             (None, None) => refused(Denial::Missing),
         }
+    }
+
+    /// The principal of a token: from the tokens verified lately while it
+    /// is within its time, else verified now (and remembered).
+    fn by_token(&self, jwt: &JwtSettings, token: &str) -> Result<Principal, AuthError> {
+        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let now = jwt::now_secs();
+        let mut verified = self.verified.lock().unwrap_or_else(|p| p.into_inner());
+        match verified.get(&digest) {
+            Some((principal, exp)) if jwt.still_valid(*exp, now) => return Ok(principal.clone()),
+            Some(_) => {
+                verified.remove(&digest);
+                return Err(AuthError::Refused(Denial::Token(Refusal::Expired)));
+            }
+            None => {}
+        }
+        drop(verified);
+        let checked = jwt
+            .verify(token)
+            .map_err(|r| AuthError::Refused(Denial::Token(r)))?;
+        let principal = Principal::of_subject(&checked.tenant, &checked.subject, Via::Token);
+        let mut verified = self.verified.lock().unwrap_or_else(|p| p.into_inner());
+        if verified.len() >= VERIFIED_CACHE {
+            verified.clear();
+        }
+        verified.insert(digest, (principal.clone(), checked.expires_at));
+        Ok(principal)
     }
 
     /// The principal of an API key.

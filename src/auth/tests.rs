@@ -102,6 +102,7 @@ fn tokens_as_librechat_mints_them_verify_to_their_tenant_and_user() {
             tenant: "acme".into(),
             subject: "user-1".into(),
             role: Some("USER".into()),
+            expires_at: (now() + 300) as u64,
         })
     );
     let rsa = sign(
@@ -457,5 +458,30 @@ fn every_unverified_caller_is_one_principal_of_the_tenant() {
     assert_ne!(
         anyone.owner,
         Principal::of_subject("other", ANONYMOUS, Via::Unverified).owner
+    );
+}
+
+#[test]
+fn a_token_verified_before_is_refused_once_it_expires() {
+    let mut settings = settings();
+    settings.clock_skew_secs = 0;
+    let auth = Authenticator::new(Provider::LibrechatJwt, &[], Some(settings), "local".into());
+    let soon = with(claims("u"), "exp", json!(now() + 1));
+    let token = ed(&soon);
+    let first = auth.authenticate(&credentials(None, Some(&token)));
+    assert!(first.is_ok(), "{first:?}");
+    // Again at once: the same principal (remembered, not verified again).
+    assert_eq!(auth.authenticate(&credentials(None, Some(&token))), first);
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    assert_eq!(
+        denial(auth.authenticate(&credentials(None, Some(&token)))),
+        "expired"
+    );
+    // A token changed by one character is another token, verified anew.
+    let mut altered = ed(&claims("u"));
+    altered.push('A');
+    assert!(
+        auth.authenticate(&credentials(None, Some(&altered)))
+            .is_err()
     );
 }
