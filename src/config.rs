@@ -55,6 +55,9 @@ pub mod defaults {
     /// The highest recursion limit code may set (`sys.setrecursionlimit`),
     /// and the highest the flag accepts.
     pub const RECURSION_CAP: u32 = 4000;
+    /// Calls in one round: a program awaiting more at once makes several
+    /// rounds, and a child reporting more is lying.
+    pub const CALLS_PER_ROUND: u32 = 10_000;
     /// Largest JSON input of one tool call, bytes.
     pub const MAX_TOOL_INPUT_BYTES: u64 = 1 << 20;
     /// Bytes in an execution's `/mnt/data`.
@@ -67,6 +70,14 @@ pub mod defaults {
     pub const BODY_LIMIT: usize = 4 << 20;
     /// Seconds a request body may take to arrive.
     pub const BODY_TIMEOUT_SECS: u64 = 30;
+    /// MiB of request bodies held at once, across connections.
+    pub const MAX_BODIES_IN_FLIGHT_MB: usize = 1024;
+    /// HTTP connections open at once.
+    pub const MAX_CONNECTIONS: usize = 4096;
+    /// HTTP connections open at once from one peer address.
+    pub const MAX_CONNECTIONS_PER_ADDRESS: usize = 1024;
+    /// Seconds to send a request's head, on a new or an idle connection.
+    pub const HEADER_TIMEOUT_SECS: u64 = 30;
     /// Size of an upload's body, bytes (LibreChat's own file limit).
     pub const UPLOAD_LIMIT: usize = 150 << 20;
     /// Seconds a runtime session keeps its files after its last call.
@@ -310,6 +321,22 @@ pub struct ServeArgs {
     /// Seconds a request body may take to arrive (408 beyond).
     #[arg(long, env = "BATON_BODY_TIMEOUT_SECS", default_value_t = defaults::BODY_TIMEOUT_SECS)]
     pub body_timeout_secs: u64,
+    /// MiB of request bodies the server holds at once, across connections
+    /// (a request that cannot reserve its body's room within the body
+    /// timeout gets 503 with Retry-After).
+    #[arg(long, env = "BATON_MAX_BODIES_IN_FLIGHT_MB", default_value_t = defaults::MAX_BODIES_IN_FLIGHT_MB)]
+    pub max_bodies_in_flight_mb: usize,
+    /// HTTP connections open at once (at most three quarters of the open
+    /// file limit); one over is closed as soon as it is accepted.
+    #[arg(long, env = "BATON_MAX_CONNECTIONS", default_value_t = defaults::MAX_CONNECTIONS)]
+    pub max_connections: usize,
+    /// HTTP connections open at once from one peer address.
+    #[arg(long, env = "BATON_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = defaults::MAX_CONNECTIONS_PER_ADDRESS)]
+    pub max_connections_per_address: usize,
+    /// Seconds a connection may take to send a request's head, new or idle
+    /// between requests (then it is closed).
+    #[arg(long, env = "BATON_HEADER_TIMEOUT_SECS", default_value_t = defaults::HEADER_TIMEOUT_SECS)]
+    pub header_timeout_secs: u64,
     /// How long session files (uploaded or produced) are kept, in seconds.
     #[arg(long, env = "BATON_FILE_TTL_SECS", default_value_t = defaults::FILE_TTL_SECS)]
     pub file_ttl_secs: u64,

@@ -36,6 +36,12 @@ use crate::tools::ToolDef;
 
 /// Schema nesting the reduction follows.
 pub const MAX_DEPTH: usize = 32;
+/// The largest `parameters` text of one tool a start may declare: every
+/// call is checked against it, so its size is bounded when it arrives.
+pub const MAX_SCHEMA_BYTES: usize = 1 << 20;
+/// The most values of one checked `enum` (or of the enums of one tool):
+/// the check of a call scans them.
+pub const MAX_ENUM_VALUES: usize = 4096;
 
 /// Keywords under which baton cannot decide a value's validity: a node that
 /// has one is not checked.
@@ -254,6 +260,74 @@ pub fn shared(tool: &ToolDef) -> Arc<SharedContract> {
 /// Checks a call's input (a JSON object) against its tool's contract.
 pub fn check_input(tool: &ToolDef, input: &Value) -> Result<(), String> {
     shared(tool).check(input)
+}
+
+/// Refuses, when a start declares them, the tools whose schemas would make
+/// every call's check costly: a `parameters` text over [`MAX_SCHEMA_BYTES`],
+/// or checked `enum`s of more than [`MAX_ENUM_VALUES`] values together.
+pub fn admit(tools: &[ToolDef]) -> Result<(), String> {
+    for tool in tools {
+        let size = tool.parameters.as_deref().map_or(0, str::len);
+        if size > MAX_SCHEMA_BYTES {
+            return Err(format!(
+                "tool {:?}: its parameters schema has {size} bytes, over the limit of {MAX_SCHEMA_BYTES}",
+                tool.name
+            ));
+        }
+        let values: usize = shared(tool)
+            .params
+            .iter()
+            .map(|param| enum_values(&param.check))
+            .sum();
+        if values > MAX_ENUM_VALUES {
+            return Err(format!(
+                "tool {:?}: its schema's enums have {values} values, over the limit of {MAX_ENUM_VALUES}",
+                tool.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Values of the checked enums of a reduced schema.
+fn enum_values(node: &Value) -> usize {
+    let Value::Object(node) = node else {
+        return 0;
+    };
+    let own = match node.get("enum") {
+        Some(Value::Array(values)) => values.len(),
+        _ => 0,
+    };
+    let properties = match node.get("properties") {
+        Some(Value::Object(properties)) => properties.values().map(enum_values).sum(),
+        _ => 0,
+    };
+    let nested = ["additionalProperties", "items"]
+        .iter()
+        .filter_map(|key| node.get(*key))
+        .map(enum_values)
+        .sum::<usize>();
+    own + properties + nested
+}
+
+/// The contracts of an execution's tools, built at the first call checked
+/// and kept with its record: a call is then checked in time of its own
+/// size, never of its tool's schema text (not stored; every instance
+/// compares equal, as it is derived from the tools).
+#[derive(Clone, Debug, Default)]
+pub struct Contracts(std::sync::OnceLock<Vec<Arc<SharedContract>>>);
+
+impl PartialEq for Contracts {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Contracts {
+    /// The contract of each of `tools`, in order.
+    pub fn of(&self, tools: &[ToolDef]) -> &[Arc<SharedContract>] {
+        self.0.get_or_init(|| tools.iter().map(shared).collect())
+    }
 }
 
 fn required_names(schema: &Map<String, Value>) -> Vec<&str> {

@@ -208,6 +208,9 @@ pub struct ExecutionRecord {
     /// Directories the code left empty, once it ended (not stored).
     #[serde(skip)]
     pub directories_left: Vec<String>,
+    /// The contracts of `tools`, once a call was checked (not stored).
+    #[serde(skip)]
+    pub contracts: crate::contract::Contracts,
     /// Wall-clock milliseconds of each pause, and of the arrival of each
     /// round's results: how long the client took per round. Format 5
     /// (progress part's extension); empty for what earlier formats stored.
@@ -415,6 +418,7 @@ pub(crate) mod tests {
             lang: Default::default(),
             directories: Vec::new(),
             directories_left: Vec::new(),
+            contracts: Default::default(),
             round_times: RoundTimes::default(),
         }
     }

@@ -69,6 +69,18 @@ fn describe() {
         "Calls answered 409 runtime_session_busy: their runtime session ran another call for longer than --runtime-session-wait-secs."
     );
     describe_counter!(
+        "baton_http_bodies_refused_total",
+        "Requests answered 503 because the bodies of requests under way filled --max-bodies-in-flight-mb for longer than the body timeout."
+    );
+    describe_gauge!(
+        "baton_http_connections",
+        "HTTP connections open now (at most --max-connections)."
+    );
+    describe_counter!(
+        "baton_http_connections_refused_total",
+        "HTTP connections closed as soon as accepted: --max-connections, or --max-connections-per-address for their peer, was reached."
+    );
+    describe_counter!(
         "baton_cold_resumes_total",
         "Continuations that replayed the journal in a fresh child (no parked child)."
     );

@@ -39,6 +39,8 @@ pub struct ProgramLimits {
     pub workspace_bytes: u64,
     /// Files in `/mnt/data`.
     pub workspace_files: u64,
+    /// Calls in one round (more wait for the next round).
+    pub calls_per_round: u32,
 }
 
 impl Default for ProgramLimits {
@@ -50,6 +52,7 @@ impl Default for ProgramLimits {
             max_input_bytes: defaults::MAX_TOOL_INPUT_BYTES,
             workspace_bytes: defaults::WORKSPACE_BYTES,
             workspace_files: defaults::WORKSPACE_FILES,
+            calls_per_round: defaults::CALLS_PER_ROUND,
         }
     }
 }

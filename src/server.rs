@@ -12,7 +12,9 @@ use std::time::Duration;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::format::FmtSpan;
 
+use crate::api::body_budget::BodyBudget;
 use crate::api::forward::Forwarder;
+use crate::api::listener::ConnectionLimits;
 use crate::api::{AppState, router};
 use crate::config::{LogFormat, ServeArgs, ensure_private_dir, load_secrets};
 use crate::engine::{Engine, EngineConfig};
@@ -116,6 +118,28 @@ fn raise_open_file_limit() {
     }
 }
 
+/// The listener's bounds from the flags: at most three quarters of the
+/// open-file limit go to connections, the rest stays for children and the
+/// store.
+fn connection_limits(args: &ServeArgs) -> ConnectionLimits {
+    let descriptors = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .map(|(soft, _)| usize::try_from(soft / 4 * 3).unwrap_or(usize::MAX))
+        .unwrap_or(usize::MAX);
+    let max_connections = args.max_connections.clamp(1, descriptors.max(1));
+    if max_connections < args.max_connections {
+        tracing::warn!(
+            requested = args.max_connections,
+            allowed = max_connections,
+            "--max-connections is above three quarters of the open-file limit; lowered"
+        );
+    }
+    ConnectionLimits {
+        max_connections,
+        max_per_address: args.max_connections_per_address.max(1),
+        header_timeout: Duration::from_secs(args.header_timeout_secs.max(1)),
+    }
+}
+
 async fn serve(args: ServeArgs) -> Result<(), String> {
     // Before anything is created or generated: a port in use is reported
     // with nothing written to the data directory.
@@ -174,6 +198,11 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         upload_limit: args.upload_limit,
         body_timeout: Duration::from_secs(args.body_timeout_secs.max(1)),
         forwarder: store.shared().then(Forwarder::new),
+        bodies: BodyBudget::new(
+            args.max_bodies_in_flight_mb
+                .saturating_mul(1 << 20)
+                .max(args.upload_limit.max(args.body_limit)),
+        ),
     });
     spawn_sweeper(state.clone(), Duration::from_secs(args.sweep_secs.max(1)));
     let address = listener.local_addr().map_err(|e| e.to_string())?;
@@ -184,10 +213,13 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         "embedded"
     };
     tracing::info!(%address, data_dir = %args.data_dir.display(), store = store_kind, node = store.node(), advertise = args.advertise.as_deref().unwrap_or("-"), "serving");
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .map_err(|e| e.to_string())?;
+    crate::api::listener::serve(
+        listener,
+        router(state),
+        connection_limits(&args),
+        shutdown_signal(),
+    )
+    .await;
     store.flush().await.map_err(|e| e.to_string())?;
     tracing::info!("stopped; every paused execution is on disk");
     Ok(())

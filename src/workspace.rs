@@ -50,6 +50,9 @@ pub enum NameProblem {
     /// An empty part, or a part that is only dots once normalised (`..`,
     /// `．．`).
     Dots,
+    /// A character that becomes `/` or `\` once normalised (`／`, `＼`):
+    /// the name would read as another path wherever it is normalised.
+    Slash,
 }
 
 impl NameProblem {
@@ -66,6 +69,9 @@ impl NameProblem {
             NameProblem::Bidi => "bidirectional text control characters are not allowed",
             NameProblem::Dots => {
                 "empty path parts and parts made only of dots (`.`, `..`, `．．`) are not allowed"
+            }
+            NameProblem::Slash => {
+                "characters that normalise to a slash or a backslash (`／`, `＼`) are not allowed"
             }
         }
     }
@@ -95,6 +101,9 @@ pub fn name_problem(name: &str) -> Option<NameProblem> {
         }
         if part.is_empty() || part.nfkc().all(|c| c == '.') {
             return Some(NameProblem::Dots);
+        }
+        if part.nfkc().any(|c| c == '/' || c == '\\') {
+            return Some(NameProblem::Slash);
         }
     }
     None
@@ -159,6 +168,8 @@ mod tests {
             "back\\slash",
             &long_part,
             &long_path,
+            "..／..／tmp／x",
+            "a＼b",
         ] {
             assert!(check_name(bad).is_err(), "{bad:?}");
         }

@@ -198,6 +198,12 @@ _TIMES_RESULT = type(os.times())
 
 
 def _install_time():
+    os.times = _os_times
+    if sys.implementation.name == "rustpython":
+        # `time` is baton's native module on the virtual clock already
+        # (src/vm/virtual_time.rs): no Python function of it leads to the
+        # bridge. The patch below is for the CPython oracle.
+        return
     time.time = _time
     time.time_ns = _ns(_time)
     for name in ("monotonic", "perf_counter", "process_time", "thread_time"):
@@ -205,7 +211,6 @@ def _install_time():
         setattr(time, name + "_ns", _ns(_monotonic))
     time.clock_gettime = _clock_gettime
     time.clock_gettime_ns = lambda clock_id: int(_clock_gettime(clock_id) * 1_000_000_000)
-    os.times = _os_times
     time.sleep = _sleep
     time.localtime = _localtime
     time.gmtime = _gmtime
@@ -230,14 +235,11 @@ def _install_machine():
     os.getpid = lambda: 1
     os.getppid = lambda: 0
     if sys.implementation.name == "rustpython":
-        # The stdlib is frozen into the binary: no path names the build's.
-        for name in ("executable", "_base_executable"):
-            if hasattr(sys, name):
-                setattr(sys, name, "/usr/bin/python3")
-        for name in ("prefix", "exec_prefix", "base_prefix", "base_exec_prefix"):
-            setattr(sys, name, "/usr")
-        sys._stdlib_dir = "/usr/lib/python3"
+        # The stdlib is frozen into the binary, and the interpreter's paths
+        # are virtual (`hide_build_paths` in src/vm/mod.rs): nothing the
+        # warm-up looked up on the host stays.
         sys.path[:] = []
+        sys.path_importer_cache.clear()
     import uuid
     # uuid1() reads the real clock and network card through `_uuid`: use the
     # virtual clock and a node from the execution's random stream instead.
@@ -734,14 +736,19 @@ _hidden_names = set()
 
 _pausing = []  # non-empty while a pause is being made
 
+_calls_per_round = 10000  # set from the program's limits by `run`
+
 
 def _flush():
     """Pause: send every registered call, wait for the answers, deliver them."""
     if _pausing:
         # Looking at the frame must never need a call's value.
         raise RuntimeError("baton: a tool call's value was needed while pausing")
-    batch = [call for call in _registry if call._state == _PENDING]
-    del _registry[:]
+    pending = [call for call in _registry if call._state == _PENDING]
+    # A round carries at most `_calls_per_round` calls; the rest wait, in
+    # order, for the next round.
+    batch = pending[:_calls_per_round]
+    _registry[:] = pending[_calls_per_round:]
     if not batch:
         return
     _pausing.append(True)
@@ -1027,8 +1034,9 @@ def run(program_json):
     sys.stderr = _Stream(2, "<stderr>")
     _reseed()
     limits = program["limits"]
-    global _recursion_cap
+    global _recursion_cap, _calls_per_round
     _recursion_cap = limits["recursion_cap"]
+    _calls_per_round = limits["calls_per_round"]
     _real_setrecursionlimit(min(limits["recursion_limit"], _recursion_cap))
     _WS.reset(_baton.workspace(), limits["workspace_bytes"], limits["workspace_files"],
               program["read_only"], program["directories"])

@@ -104,6 +104,24 @@ print(sorted(d['temp'] for d in done))
 }
 
 #[tokio::test]
+async fn a_gather_over_the_calls_a_round_carries_takes_more_rounds() {
+    // 10,000 calls to a round: the rest wait, in order, for the next; a
+    // cold resume replays the same split.
+    let source = "\
+import asyncio
+r = await asyncio.gather(*[get_weather(city='c' * (i % 7)) for i in range(10_003)])
+print(len(r), sum(x['temp'] for x in r))
+";
+    let (step, rounds, stdout, stderr) = run(source, |round| round == 1).await;
+    assert_eq!(step, Step::Completed, "stderr: {stderr}");
+    let sizes: Vec<usize> = rounds.iter().map(Vec::len).collect();
+    assert_eq!(sizes, vec![10_000, 3]);
+    assert_eq!(rounds[1][0].1, json!({"city": "c".repeat(10_000 % 7)}));
+    let expected: usize = (0..10_003).map(|i| 20 + i % 7).sum();
+    assert_eq!(stdout, format!("10003 {expected}\n"));
+}
+
+#[tokio::test]
 async fn asyncio_run_style_works() {
     let source = "\
 import asyncio

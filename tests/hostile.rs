@@ -10,6 +10,9 @@
 mod common;
 
 use baton::engine::{Engine, Step};
+use baton::failure::Failure;
+use baton::journal::FrameSummary;
+use baton::sandbox::protocol::{ChildOutcome, FromChild, PendingCall, encode_frame};
 use common::{engine_with, run_to_end, spec, tools, value};
 use serde_json::{Value, json};
 
@@ -66,6 +69,13 @@ const REFUSED: &[(&str, &str, &[&str])] = &[
     ("import grp", "import grp", &["ModuleNotFoundError"]),
     ("import ssl", "import ssl", &["ModuleNotFoundError"]),
     ("import _baton", "import _baton", &["ModuleNotFoundError"]),
+    (
+        // Its panic guard would let a program carry on past a crash of the
+        // interpreter in anything it called.
+        "the bridge's compile around another callable",
+        "import sys\nsys.modules['baton_runtime']._baton.compile(print, 'x', 's', 'exec', 0)",
+        &["TypeError"],
+    ),
     (
         "urllib.request",
         "import urllib.request\nurllib.request.urlopen('http://127.0.0.1:1/')",
@@ -396,6 +406,23 @@ const STOPPED: &[(&str, &str, &str)] = &[
         "Invalid tool call to \"get_weather\": its input does not match the tool's schema: 3 is not of type \"string\" (at /city)",
     ),
     (
+        // The server would park a child that waits on nothing and answer
+        // the client with a pause of no calls.
+        "a pause with no call, through the bridge",
+        "import sys\nb = sys.modules['baton_runtime']._baton\nb.pause([], [], [], [], '', 0, '{}')\n",
+        "Invalid report: a pause with no call",
+    ),
+    (
+        "an input of 2 MiB through the bridge, over the 1 MiB limit",
+        "import sys\nb = sys.modules['baton_runtime']._baton\nb.pause([0], ['get_weather'], ['{\"city\": \"' + 'x' * (2 << 20) + '\"}'], [1], '', 0, '{}')\n",
+        "Invalid tool call to \"get_weather\": its input has 2097164 bytes, over the limit of 1048576",
+    ),
+    (
+        "more calls in one pause than a round carries, through the bridge",
+        "import sys\nb = sys.modules['baton_runtime']._baton\nn = 10001\nb.pause([0] * n, ['get_weather'] * n, ['{}'] * n, [1] * n, '', 0, '{}')\n",
+        "Invalid report: a pause with 10001 calls, over the limit of 10000",
+    ),
+    (
         "produced file with an escaping name",
         "import sys\nb = sys.modules['baton_runtime']._baton\nb.produced('../../etc/cron.d/x', b'1')\n",
         "Invalid workspace file name \"../../etc/cron.d/x\"",
@@ -688,4 +715,136 @@ fn scheduling_of(pid: i32) -> (String, String, String) {
     let pick = |n: usize| fields.get(n).cloned().unwrap_or_default();
     let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap_or_default();
     (pick(16), pick(38), limits)
+}
+
+// ------------------------------------------------- frames a child forges
+//
+// A program holding the runtime's native powers can write any bytes to its
+// socket. What it writes there is a report like any other: checked, and a
+// lie ends the execution; what the server decides (the time it charges,
+// whether an execution was cancelled) it does not take from a frame.
+
+/// Python that finds the child's socket (the one descriptor that is a
+/// socket), runs `before`, writes `frame` to it and then waits on it, as a
+/// hostile program can.
+fn forging(before: &str, frame: &[u8]) -> String {
+    let hex: String = frame.iter().map(|b| format!("{b:02x}")).collect();
+    // The fenced `posix` refuses `fstat`; a new one from the builtin
+    // constructor does not (the system-call filter allows it on a
+    // descriptor).
+    format!(
+        "import sys, _imp, importlib.machinery, stat\n\
+         sys.modules.pop('posix', None)\n\
+         posix = _imp.create_builtin(importlib.machinery.ModuleSpec('posix', None))\n\
+         def _is_socket(fd):\n    try:\n        return stat.S_ISSOCK(posix.fstat(fd).st_mode)\n    except OSError:\n        return False\n\
+         sockets = [fd for fd in range(64) if _is_socket(fd)]\n\
+         assert sockets, 'setup: no socket'\n\
+         {before}\n\
+         posix.write(sockets[0], bytes.fromhex('{hex}'))\n\
+         posix.read(sockets[0], 1)\n"
+    )
+}
+
+/// A pause on one valid call that says it ran for a microsecond.
+fn forged_pause() -> FromChild {
+    FromChild::Paused {
+        calls: vec![PendingCall {
+            site: 0,
+            tool: "get_weather".into(),
+            input: r#"{"city": "x"}"#.into(),
+            line: 1,
+        }],
+        frame: FrameSummary::default(),
+        stdout: String::new(),
+        stderr: String::new(),
+        run_us: 1,
+    }
+}
+
+fn frame_of(message: &FromChild) -> Vec<u8> {
+    encode_frame(message).unwrap_or_else(|e| panic!("{e}"))
+}
+
+async fn start(engine: &Engine, source: &str) -> (Step, baton::journal::ExecutionRecord) {
+    let mut record = engine
+        .prepare(spec(source, tools(WEATHER), 20_000))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let step = engine
+        .start(&mut record)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    (step, record)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_time_a_child_reports_is_not_believed() {
+    let engine = hostile_engine();
+    let source = forging(
+        "n = 0\nfor i in range(3_000_000):\n    n += i",
+        &frame_of(&forged_pause()),
+    );
+    let started = std::time::Instant::now();
+    let (step, record) = start(&engine, &source).await;
+    let elapsed = started.elapsed();
+    assert!(
+        matches!(step, Step::Paused(ref calls) if calls.len() == 1),
+        "{step:?} {}",
+        record.stderr
+    );
+    // The frame said 1 µs; the server charges what it saw pass (the
+    // start's own setup aside: at least half of the wall time).
+    assert!(
+        u128::from(record.used_ms) * 2000 >= elapsed.as_micros() && record.used_ms >= 50,
+        "charged {} ms for a start of {elapsed:?}",
+        record.used_ms
+    );
+    engine.evict(&record.id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_cannot_end_its_execution_as_the_server_would() {
+    let engine = hostile_engine();
+    for failure in [
+        Failure::Cancelled,
+        Failure::Crashed("forged".into()),
+        Failure::InvalidReport("forged".into()),
+        Failure::Unrunnable("forged".into()),
+    ] {
+        let kind = failure.kind();
+        let claim = FromChild::Finished {
+            outcome: ChildOutcome::Failed(failure),
+            files: Vec::new(),
+            removed: Vec::new(),
+            directories: Vec::new(),
+            stdout: String::new(),
+            stderr: String::new(),
+            run_us: 1,
+        };
+        let (step, record) = start(&engine, &forging("", &frame_of(&claim))).await;
+        match step {
+            Step::Failed(Failure::InvalidReport(message)) => assert_eq!(
+                message,
+                format!("Invalid report: a child may not end its execution as {kind:?}"),
+            ),
+            other => panic!("{kind:?}: {other:?} {}", record.stderr),
+        }
+    }
+    still_serving(&engine).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frame_with_bytes_after_its_message_is_refused() {
+    let engine = hostile_engine();
+    let mut frame = frame_of(&forged_pause());
+    frame.extend_from_slice(&[0xAB; 16]);
+    let body_len = u32::try_from(frame.len() - 4).unwrap_or(u32::MAX);
+    frame[..4].copy_from_slice(&body_len.to_le_bytes());
+    let (step, record) = start(&engine, &forging("", &frame)).await;
+    match step {
+        Step::Failed(Failure::Crashed(message)) => {
+            assert!(message.contains("bytes remaining"), "{message}");
+        }
+        other => panic!("{other:?} {}", record.stderr),
+    }
+    still_serving(&engine).await;
 }

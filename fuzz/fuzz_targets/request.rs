@@ -112,9 +112,11 @@ fuzz_target!(|data: &[u8]| {
             assert!(TIMEOUT_RANGE_MS.contains(&start.timeout_ms));
             assert_eq!(start.request_id.as_deref(), Some("request-1"));
         }
-        Ok(ExecRequest::Continue { results, .. }) => {
-            check_results(&pending(&input.pending_ids), results)
-        }
+        Ok(ExecRequest::Continue { results, .. }) => match results.decode() {
+            Ok(results) => check_results(&pending(&input.pending_ids), results),
+            Err(ApiError::BadRequest(_)) => {}
+            Err(other) => panic!("decoding results failed with {other:?}"),
+        },
         Err(ApiError::BadRequest(_) | ApiError::Service(ServiceError::InvalidToken)) => {}
         Err(other) => panic!("decoding failed with {other:?}"),
     }

@@ -39,6 +39,10 @@ pub enum ApiError {
     /// The body did not arrive in time (408).
     #[error("Request body not received within {0} s")]
     BodyTimeout(u64),
+    /// The bodies of requests under way fill the server's budget for
+    /// them (503, with `Retry-After`).
+    #[error("The server is receiving as many request bodies as it holds at once ({} MiB, --max-bodies-in-flight-mb); retry shortly", .0 >> 20)]
+    Busy(usize),
     /// The service refused or failed the request.
     #[error(transparent)]
     Service(#[from] ServiceError),
@@ -83,6 +87,7 @@ impl ApiError {
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
+            ApiError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Service(error) => service_status(error),
         }
     }
@@ -140,7 +145,9 @@ pub enum Failures {
     /// A stored record is corrupt.
     #[response(status = 500)]
     Corrupt(ErrorView),
-    /// The server cannot serve now (its store or sandbox failed).
+    /// The server cannot serve now: its store or sandbox failed, or the
+    /// bodies of requests under way fill its budget for them (then with
+    /// `Retry-After`).
     #[response(status = 503)]
     Unavailable(ErrorView),
 }
@@ -160,17 +167,19 @@ impl IntoResponse for ApiError {
                 message,
             }) => {
                 view.message = Some(message.clone());
-                view.retry_after_seconds = Some(*retry_after);
-                let retry = retry_after.to_string();
-                return (
-                    self.status(),
-                    [(axum::http::header::RETRY_AFTER, retry)],
-                    Json(view),
-                )
-                    .into_response();
+                return retrying(self.status(), view, *retry_after);
             }
+            ApiError::Busy(_) => return retrying(self.status(), view, 1),
             _ => {}
         }
         (self.status(), Json(view)).into_response()
     }
+}
+
+/// An answer that says when to retry: `Retry-After` and
+/// `retry_after_seconds`.
+fn retrying(status: StatusCode, mut view: ErrorView, seconds: u64) -> Response {
+    view.retry_after_seconds = Some(seconds);
+    let header = [(axum::http::header::RETRY_AFTER, seconds.to_string())];
+    (status, header, Json(view)).into_response()
 }

@@ -529,7 +529,7 @@ pub(super) async fn delete_file(
 #[utoipa::path(get, path = "/download/{session_id}/{file_id}", tag = "files",
     params(("session_id" = String, Path, description = "The session"),
         ("file_id" = String, Path, description = "The file id"), ResourceQuery),
-    responses((status = 200, description = "The file's bytes, with a Content-Type from its name", content_type = "application/octet-stream",
+    responses((status = 200, description = "The file's bytes, with a Content-Type from its name (`application/octet-stream` when it names none)", content_type = "*/*",
         body = String), Failures))]
 pub(super) async fn download(
     State(state): State<Arc<AppState>>,

@@ -14,10 +14,12 @@
 //! - Failures of the user's code answer 200 with `status: "error"`; failures
 //!   of the request answer with [`error::ApiError`]'s status and text.
 
+pub mod body_budget;
 mod console;
 pub mod error;
 mod files;
 pub mod forward;
+pub mod listener;
 pub mod openapi;
 pub mod profile;
 pub mod request;
@@ -44,6 +46,7 @@ use crate::service::{
     CancelOutcome, Cancellation, Continued, ListQuery, Routing, Service, ServiceError,
 };
 use crate::timing::step;
+use body_budget::BodyBudget;
 use error::ApiError;
 use error::Failures;
 use profile::Profile;
@@ -71,6 +74,8 @@ pub struct AppState {
     /// Sends continuations to the node whose child is parked for them
     /// (when other nodes share the store).
     pub forwarder: Option<forward::Forwarder>,
+    /// The bytes of request bodies held at once.
+    pub bodies: BodyBudget,
 }
 
 /// How much of a body over the limit is read (and thrown away) so that
@@ -101,6 +106,15 @@ async fn guard(
         drain(request.into_body(), state.body_timeout).await;
         return ApiError::TooLarge(limit).into_response();
     }
+    // Held until the answer is made: the handler holds the body till then.
+    let _room = match state
+        .bodies
+        .reserve(request.headers(), limit, state.body_timeout)
+        .await
+    {
+        Ok(room) => room,
+        Err(exhausted) => return ApiError::Busy(exhausted.budget).into_response(),
+    };
     request.extensions_mut().insert(principal);
     next.run(request).await
 }
@@ -378,6 +392,21 @@ async fn exec(
     let (log, result) = match decoded {
         ExecRequest::Continue { token, results } => {
             let log = RequestLog::begin("continue", owner);
+            // The token first: a forged one costs no tree of its results.
+            let checked = state
+                .service
+                .check_token(owner, &token)
+                .map_err(ApiError::from)
+                .and_then(|_| results.decode());
+            let results = match checked {
+                Ok(results) => results,
+                Err(error) => {
+                    if let ApiError::Service(refused) = &error {
+                        log.finish(Err(refused));
+                    }
+                    return Err(error);
+                }
+            };
             let routing = if state.forwarder.is_some() && !headers.contains_key(forward::FORWARDED)
             {
                 Routing::ToHolder

@@ -12,8 +12,11 @@
 //! - A start's `code` is a non-blank string and its `timeout` is absent,
 //!   null, or 1000..=300000 milliseconds (default 60000).
 
+use std::collections::HashMap;
+
 use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{OneOfBuilder, Ref, Schema};
 use utoipa::{PartialSchema, ToSchema};
@@ -38,9 +41,36 @@ pub enum ExecRequest {
     Continue {
         /// The continuation token, unverified.
         token: String,
-        /// The results, in the client's order.
-        results: Vec<ToolResult>,
+        /// The results, still as their text: read only once the token is
+        /// known to be genuine ([`RawResults::decode`]).
+        results: RawResults,
     },
+}
+
+/// A continuation's `tool_results`, as the body wrote them (checked to be
+/// JSON, nothing built of it yet): a forged token costs the server no
+/// tree of what came with it.
+#[derive(Debug)]
+pub struct RawResults(Option<String>);
+
+impl RawResults {
+    /// The results, in the client's order; 400 when they are missing or
+    /// not an array, or naming the first entry that is not an object with
+    /// `call_id` and `result`.
+    pub fn decode(self) -> Result<Vec<ToolResult>, ApiError> {
+        let text = self.0.ok_or_else(|| {
+            ApiError::BadRequest("tool_results is required with a continuation_token".into())
+        })?;
+        if !text.starts_with('[') {
+            return Err(ApiError::BadRequest(
+                "invalid request body: tool_results must be an array".into(),
+            ));
+        }
+        let entries: Vec<Value> = serde_json::from_str(&text).map_err(|e| {
+            ApiError::BadRequest(format!("invalid request body: tool_results: {e}"))
+        })?;
+        decode_results(entries)
+    }
 }
 
 /// Starts an execution.
@@ -105,8 +135,11 @@ pub struct PlainBody {
     timeout: Option<Value>,
 }
 
-/// Continues a paused execution with the results of its round.
-#[derive(Deserialize, ToSchema)]
+/// Continues a paused execution with the results of its round (its
+/// OpenAPI description: the body is decoded as [`ExecRequest::Continue`],
+/// its token before its results).
+#[derive(ToSchema)]
+#[allow(dead_code)]
 pub struct ContinueBody {
     /// The token of the last pause.
     #[schema(value_type = String, required = true)]
@@ -194,30 +227,25 @@ fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError
 }
 
 /// Decodes an exec body; `request_id` is the client's request id header.
+/// The top level is read first, each value kept as its text: a
+/// continuation's results are built only when asked for, after its token
+/// (see [`RawResults`]).
 pub fn decode_exec(body: &[u8], request_id: Option<&str>) -> Result<ExecRequest, ApiError> {
     if let Some(request_id) = request_id.filter(|r| !r.is_empty()) {
         check_request_id(request_id)?;
     }
-    let value: Value = parse_json(body)?;
-    if !value.is_object() {
-        return Err(ApiError::BadRequest(
-            "invalid request body: expected a JSON object".into(),
-        ));
+    let top: HashMap<String, &RawValue> = serde_json::from_slice(body).map_err(|e| {
+        let what = if e.is_data() {
+            "expected a JSON object".to_owned()
+        } else {
+            e.to_string()
+        };
+        ApiError::BadRequest(format!("invalid request body: {what}"))
+    })?;
+    match top.get("continuation_token").filter(|t| t.get() != "null") {
+        Some(token) => continuation(token, top.get("tool_results").copied()),
+        None => start(parse_json(body)?, request_id).map(ExecRequest::Start),
     }
-    // The text is parsed once; the typed body is taken from the tree.
-    if value
-        .get("continuation_token")
-        .is_some_and(|t| !t.is_null())
-    {
-        continuation(from_tree(value)?)
-    } else {
-        start(from_tree(value)?, request_id).map(ExecRequest::Start)
-    }
-}
-
-fn from_tree<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ApiError> {
-    serde_json::from_value(value)
-        .map_err(|e| ApiError::BadRequest(format!("invalid request body: {e}")))
 }
 
 /// A decoded `POST /exec`: a start with no tools, and the runtime session
@@ -357,17 +385,17 @@ fn json_kind(value: &Value) -> &'static str {
     }
 }
 
-fn continuation(body: ContinueBody) -> Result<ExecRequest, ApiError> {
-    let token = body
-        .continuation_token
-        .as_str()
-        .ok_or(ServiceError::InvalidToken)?
-        .to_owned();
-    let entries = body.tool_results.ok_or_else(|| {
-        ApiError::BadRequest("tool_results is required with a continuation_token".into())
-    })?;
-    let results = decode_results(entries)?;
-    Ok(ExecRequest::Continue { token, results })
+fn continuation(token: &RawValue, results: Option<&RawValue>) -> Result<ExecRequest, ApiError> {
+    let token: String =
+        serde_json::from_str(token.get()).map_err(|_| ServiceError::InvalidToken)?;
+    Ok(ExecRequest::Continue {
+        token,
+        results: RawResults(
+            results
+                .filter(|r| r.get() != "null")
+                .map(|r| r.get().to_owned()),
+        ),
+    })
 }
 
 /// A start's `code`: a non-blank string.

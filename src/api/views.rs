@@ -9,6 +9,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use crate::journal::{CallRecord, CallResult, HistoryCall, Timeline, TimelineCall};
@@ -23,7 +24,8 @@ pub struct ToolCallView {
     /// The tool's original name, as the start request declared it.
     pub name: String,
     /// Keyword arguments by name (positional ones named through the schema).
-    pub input: Value,
+    #[schema(value_type = Object)]
+    pub input: Box<RawValue>,
 }
 
 impl From<&CallRecord> for ToolCallView {
@@ -31,9 +33,16 @@ impl From<&CallRecord> for ToolCallView {
         Self {
             id: call.id.clone(),
             name: call.tool.clone(),
-            input: serde_json::from_str(&call.input).unwrap_or_default(),
+            input: raw_json(&call.input),
         }
     }
+}
+
+/// A call's input as the JSON text it is stored as: checked, never built
+/// into a tree (an input may be a megabyte of small values; a view of it
+/// costs its size once, not a tree many times that).
+fn raw_json(text: &str) -> Box<RawValue> {
+    RawValue::from_string(text.to_owned()).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
 /// A file the code created or changed.
@@ -179,7 +188,7 @@ pub struct HistoryCallView {
     pub name: String,
     /// Its arguments.
     #[schema(value_type = Object)]
-    pub input: Value,
+    pub input: Box<RawValue>,
     /// Whether the client answered it with an error.
     pub is_error: bool,
     /// Milliseconds from the pause to the arrival of its round's results;
@@ -193,7 +202,7 @@ impl From<HistoryCall> for HistoryCallView {
             round: call.round,
             id: call.id,
             name: call.tool,
-            input: serde_json::from_str(&call.input).unwrap_or(Value::Null),
+            input: raw_json(&call.input),
             is_error: call.is_error,
             client_ms: call.client_ms,
         }

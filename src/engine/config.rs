@@ -53,6 +53,7 @@ impl ExecLimits {
             max_input_bytes: self.max_input_bytes,
             workspace_bytes: self.workspace_bytes,
             workspace_files: self.workspace_files,
+            calls_per_round: defaults::CALLS_PER_ROUND,
         }
     }
 }

@@ -85,6 +85,15 @@ pub enum ResumeKind {
     Cold,
 }
 
+/// A stretch of running, as the server times it.
+#[derive(Clone, Copy)]
+struct Stretch {
+    /// When the job or the results were sent.
+    started: Instant,
+    /// What a replay before the live part may take (cold resumes only).
+    allowance: Duration,
+}
+
 impl Engine {
     /// Starts the zygote and fills the pool.
     pub fn new(config: EngineConfig) -> Result<Arc<Engine>, EngineError> {
@@ -146,6 +155,7 @@ impl Engine {
             )));
         }
         rewrite::python_names(&spec.tools).map_err(|e| EngineError::BadRequest(e.to_string()))?;
+        crate::contract::admit(&spec.tools).map_err(EngineError::BadRequest)?;
         let clock0 = self.clock_at(0, None);
         Ok(ExecutionRecord {
             id: rand::random(),
@@ -172,6 +182,7 @@ impl Engine {
             lang: spec.lang,
             directories: spec.directories,
             directories_left: Vec::new(),
+            contracts: Default::default(),
             round_times: Default::default(),
         })
     }
@@ -436,7 +447,10 @@ impl Engine {
     ) -> Step {
         let started = Instant::now();
         match self.read_answer(record, &mut child, allowance).await {
-            Some(Ok(message)) => self.apply_answer(record, child, message, started),
+            Some(Ok(message)) => {
+                let stretch = Stretch { started, allowance };
+                self.apply_answer(record, child, message, stretch)
+            }
             Some(Err(error)) => lost_child(record, &child, error),
             None => {
                 child.kill();
@@ -482,7 +496,7 @@ impl Engine {
         record: &mut ExecutionRecord,
         child: ChildProc,
         message: FromChild,
-        started: Instant,
+        stretch: Stretch,
     ) -> Step {
         match message {
             FromChild::Paused {
@@ -492,9 +506,9 @@ impl Engine {
                 stderr,
                 run_us,
             } => {
-                self.charge(record, run_us, started);
+                self.charge(record, run_us, stretch);
                 self.append_output(record, &stdout, &stderr);
-                if let Err(error) = reports::check_calls(record, &calls) {
+                if let Err(error) = reports::check_calls(record, &self.config.limits, &calls) {
                     child.kill();
                     return Step::Failed(Failure::InvalidReport(error));
                 }
@@ -511,8 +525,14 @@ impl Engine {
                 stderr,
                 run_us,
             } => {
-                self.charge(record, run_us, started);
+                self.charge(record, run_us, stretch);
                 self.append_output(record, &stdout, &stderr);
+                if let ChildOutcome::Failed(failure) = &outcome
+                    && let Err(error) = reports::check_failure(failure)
+                {
+                    child.kill();
+                    return Step::Failed(Failure::InvalidReport(error));
+                }
                 let reported = reports::Workspace {
                     files: &files,
                     removed: &removed,
@@ -543,12 +563,16 @@ impl Engine {
         }
     }
 
-    fn charge(&self, record: &mut ExecutionRecord, run_us: u64, started: Instant) {
-        let measured = if run_us == 0 {
-            started.elapsed().as_micros() as u64
-        } else {
-            run_us
-        };
+    /// Charges a stretch of running to the execution's budget by the
+    /// server's own clock: the time from the job or the results sent to the
+    /// answer read, less what a cold resume's replay may take (its
+    /// allowance). The child's own figure (`run_us`) is only ever a floor:
+    /// a child cannot buy itself time by saying it ran less.
+    fn charge(&self, record: &mut ExecutionRecord, run_us: u64, stretch: Stretch) {
+        let wall = stretch.started.elapsed().saturating_sub(stretch.allowance);
+        let measured = u64::try_from(wall.as_micros())
+            .unwrap_or(u64::MAX)
+            .max(run_us);
         record.used_ms = record
             .used_ms
             .saturating_add(measured.div_ceil(1000))

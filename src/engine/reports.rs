@@ -4,6 +4,7 @@
 //! program that talks to the native bridge itself might, and such a report
 //! fails the execution instead of reaching the client or the store.
 
+use crate::failure::Failure;
 use crate::journal::{ExecutionRecord, WorkspaceFile};
 use crate::sandbox::protocol::PendingCall;
 
@@ -13,9 +14,32 @@ use super::ExecLimits;
 /// and carries a JSON object its tool's contract accepts
 /// ([`crate::contract::check_input`]). The runtime guarantees all three; a
 /// program that calls the native bridge itself does not.
-pub(super) fn check_calls(record: &ExecutionRecord, calls: &[PendingCall]) -> Result<(), String> {
+pub(super) fn check_calls(
+    record: &ExecutionRecord,
+    limits: &ExecLimits,
+    calls: &[PendingCall],
+) -> Result<(), String> {
+    if calls.is_empty() {
+        return Err("Invalid report: a pause with no call".into());
+    }
+    if calls.len() > crate::config::defaults::CALLS_PER_ROUND as usize {
+        return Err(format!(
+            "Invalid report: a pause with {} calls, over the limit of {}",
+            calls.len(),
+            crate::config::defaults::CALLS_PER_ROUND
+        ));
+    }
+    let contracts = record.contracts.of(&record.tools);
     for call in calls {
-        let Some(tool) = record.tools.iter().find(|t| t.name == call.tool) else {
+        if call.input.len() as u64 > limits.max_input_bytes {
+            return Err(format!(
+                "Invalid tool call to {:?}: its input has {} bytes, over the limit of {}",
+                call.tool,
+                call.input.len(),
+                limits.max_input_bytes
+            ));
+        }
+        let Some(index) = record.tools.iter().position(|t| t.name == call.tool) else {
             return Err(format!("Invalid tool call: no tool named {:?}", call.tool));
         };
         if record.direct_only.contains(&call.tool) {
@@ -33,7 +57,7 @@ pub(super) fn check_calls(record: &ExecutionRecord, calls: &[PendingCall]) -> Re
                     call.tool
                 )
             })?;
-        crate::contract::check_input(tool, &input).map_err(|problem| {
+        contracts[index].check(&input).map_err(|problem| {
             format!(
                 "Invalid tool call to {:?}: its input does not match the tool's schema: {problem}",
                 call.tool
@@ -43,9 +67,26 @@ pub(super) fn check_calls(record: &ExecutionRecord, calls: &[PendingCall]) -> Re
     Ok(())
 }
 
-/// Checks what a child reports of its workspace at the end: the files it
-/// produced fit the limits and have valid names; the files it removed were
-/// files of the request.
+/// Checks a failure a child reports: only what a child itself can know
+/// (its code raised or exited, it ran out of time, memory or output, a
+/// replay diverged). The other endings are the server's decisions (a
+/// cancel, the round limit, the record's size) or the server's findings (a
+/// crash, an invalid report): a child that claims one is lying.
+pub(super) fn check_failure(failure: &Failure) -> Result<(), String> {
+    match failure {
+        Failure::Exception(_)
+        | Failure::Exit(_)
+        | Failure::TimeLimit
+        | Failure::OutOfMemory
+        | Failure::OutputCap(_)
+        | Failure::NonDeterminism(_) => Ok(()),
+        other => Err(format!(
+            "Invalid report: a child may not end its execution as {:?}",
+            other.kind()
+        )),
+    }
+}
+
 /// What a child reports of its workspace at its end.
 pub(super) struct Workspace<'a> {
     /// Files created or changed.

@@ -394,6 +394,7 @@ impl ExecutionRecord {
             lang: crate::program::Lang::Python,
             directories: Vec::new(),
             directories_left: Vec::new(),
+            contracts: Default::default(),
             round_times: progress_extension.round_times.into_owned(),
         };
         record.validate()?;

@@ -164,7 +164,16 @@ pub fn encode_frame<T: Serialize>(message: &T) -> Result<Vec<u8>, FrameError> {
 
 /// Decodes a frame body.
 pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, FrameError> {
-    bincode::deserialize(body).map_err(|e| FrameError::Decode(e.to_string()))
+    use bincode::Options;
+    // The encoding `bincode::serialize` writes (fixed-width integers), read
+    // whole: a frame with bytes after its message is refused, and no length
+    // inside it may claim more than the frame holds.
+    bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .reject_trailing_bytes()
+        .with_limit(body.len() as u64)
+        .deserialize(body)
+        .map_err(|e| FrameError::Decode(e.to_string()))
 }
 
 /// Checks a length prefix.
@@ -265,5 +274,25 @@ mod tests {
             read_frame::<FromChild>(&mut &[][..]),
             Err(FrameError::Closed)
         ));
+    }
+
+    #[test]
+    fn a_frame_is_read_whole_or_refused() {
+        let message = FromChild::Ready;
+        let mut frame = encode_frame(&message).unwrap_or_default();
+        // One byte more in the body (and in the length): refused.
+        frame.push(0);
+        let len = u32::try_from(frame.len() - 4).unwrap_or(0);
+        frame[..4].copy_from_slice(&len.to_le_bytes());
+        assert!(matches!(
+            read_frame::<FromChild>(&mut &frame[..]),
+            Err(FrameError::Decode(_))
+        ));
+        // A string whose length says more than the frame has: refused
+        // without allocating it.
+        let mut lying = vec![1u8, 0, 0, 0];
+        lying.extend_from_slice(&u64::MAX.to_le_bytes());
+        let framed = [&(lying.len() as u32).to_le_bytes()[..], &lying].concat();
+        assert!(read_frame::<FromChild>(&mut &framed[..]).is_err());
     }
 }

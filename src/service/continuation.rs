@@ -28,7 +28,7 @@ use crate::journal::{CallResult, ExecutionRecord, PendingRound};
 use crate::state::{Answered, ExecState, Status, results_digest, state_key};
 use crate::store::CasConflict;
 use crate::timing::step;
-use crate::token::TokenError;
+use crate::token::{TokenClaims, TokenError};
 
 use super::error::ServiceError;
 use super::messages::{Reply, ToolResult};
@@ -106,6 +106,21 @@ struct Claimable<'a> {
 }
 
 impl Service {
+    /// What a continuation token of `owner` says, or why it is refused
+    /// (forged, of another principal: `InvalidToken`; past its time:
+    /// `Expired`). Cheap (an HMAC): run before anything else of a
+    /// continuation is read.
+    pub fn check_token(&self, owner: [u8; 8], token: &str) -> Result<TokenClaims, ServiceError> {
+        let claims = self.keys.verify(token, now_secs()).map_err(|e| match e {
+            TokenError::Expired => ServiceError::Expired,
+            _ => ServiceError::InvalidToken,
+        })?;
+        if claims.key_identity != owner {
+            return Err(ServiceError::InvalidToken);
+        }
+        Ok(claims)
+    }
+
     /// Continues a paused execution with the client's results; a retry of a
     /// continuation already made gets that continuation's answer. With
     /// [`Routing::ToHolder`], a round whose child is parked on another
@@ -119,15 +134,7 @@ impl Service {
         routing: Routing,
     ) -> Result<Continued, ServiceError> {
         let _in_flight = self.engine.hold_for_request();
-        let claims = step!("verify")
-            .in_scope(|| self.keys.verify(token, now_secs()))
-            .map_err(|e| match e {
-                TokenError::Expired => ServiceError::Expired,
-                _ => ServiceError::InvalidToken,
-            })?;
-        if claims.key_identity != owner {
-            return Err(ServiceError::InvalidToken);
-        }
+        let claims = step!("verify").in_scope(|| self.check_token(owner, token))?;
         let id = claims.execution_id;
         let texts = value_texts(&results);
         let (digest, incoming) = digest_of(&results, &texts);

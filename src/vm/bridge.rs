@@ -10,7 +10,9 @@
 
 use std::cell::RefCell;
 
-use rustpython_vm::{PyObjectRef, PyResult, VirtualMachine, builtins::PyTypeRef, pymodule};
+use rustpython_vm::{
+    AsObject, PyObjectRef, PyResult, VirtualMachine, builtins::PyTypeRef, pymodule,
+};
 
 use crate::vm::clock::{Clock, Entropy};
 use crate::vm::host::{Host, WriteRefused};
@@ -22,6 +24,20 @@ thread_local! {
         Entropy::new([0; 32]),
     ));
     static CONTROL: RefCell<Option<ControlTypes>> = const { RefCell::new(None) };
+    /// The interpreter's own `compile`, taken before any Python ran: the
+    /// one function `_baton.compile` runs under its panic guard.
+    static REAL_COMPILE: RefCell<Option<PyObjectRef>> = const { RefCell::new(None) };
+}
+
+/// Keeps the interpreter's own `compile` (at warm-up, before the runtime
+/// replaces `builtins.compile` and before any program runs).
+pub fn remember_compile(compile: PyObjectRef) {
+    REAL_COMPILE.with(|slot| *slot.borrow_mut() = Some(compile));
+}
+
+/// Whether `callable` is the interpreter's own `compile`.
+fn is_real_compile(callable: &PyObjectRef) -> bool {
+    REAL_COMPILE.with(|slot| slot.borrow().as_ref().is_some_and(|real| real.is(callable)))
 }
 
 /// The runtime's exception classes the host raises.
@@ -33,6 +49,21 @@ pub struct ControlTypes {
     pub output_limit: PyTypeRef,
     /// `NonDeterminismError`
     pub nondeterminism: PyTypeRef,
+}
+
+/// Reads the execution's virtual wall (0) or monotonic (1) clock (the
+/// warm-up's own before any execution).
+pub(crate) fn read_clock(kind: i32) -> f64 {
+    with_host(|host| host.clock.read(kind))
+        .unwrap_or_else(|| WARMUP.with(|w| w.borrow_mut().0.read(kind)))
+}
+
+/// Sleeps `secs` (live) or advances the virtual clock by it (replay, and
+/// the warm-up).
+pub(crate) fn virtual_sleep(secs: f64) {
+    if with_host(|host| host.sleep(secs)).is_none() {
+        WARMUP.with(|w| w.borrow_mut().0.advance(secs));
+    }
 }
 
 /// Installs the execution's host on this thread.
@@ -152,16 +183,13 @@ pub mod _baton {
     /// Reads the virtual wall (0) or monotonic (1) clock.
     #[pyfunction]
     fn clock(kind: i32) -> f64 {
-        with_host(|host| host.clock.read(kind))
-            .unwrap_or_else(|| WARMUP.with(|w| w.borrow_mut().0.read(kind)))
+        super::read_clock(kind)
     }
 
     /// Sleeps (live) or advances the clock (replay).
     #[pyfunction]
     fn sleep(secs: f64) {
-        if with_host(|host| host.sleep(secs)).is_none() {
-            WARMUP.with(|w| w.borrow_mut().0.advance(secs));
-        }
+        super::virtual_sleep(secs);
     }
 
     /// `compile_fn(source, filename, mode, flags, True)`, where
@@ -182,6 +210,13 @@ pub mod _baton {
         flags: i32,
         vm: &VirtualMachine,
     ) -> PyResult {
+        // Only the interpreter's own compile: a panic caught in anything
+        // else would let a program carry on past a crash of the interpreter.
+        if !is_real_compile(&compile_fn) {
+            return Err(vm.new_type_error(
+                "_baton.compile runs the interpreter's own compile only".to_owned(),
+            ));
+        }
         let args = vec![
             source.clone().into(),
             filename.clone().into(),

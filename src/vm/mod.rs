@@ -28,6 +28,7 @@ pub mod panics;
 mod refused;
 mod replay;
 pub mod to_json;
+pub mod virtual_time;
 pub mod watchdog;
 
 use std::io::{self, Read};
@@ -110,14 +111,22 @@ pub fn build_interpreter() -> Interpreter {
     let builder = InterpreterBuilder::new().settings(settings);
     let mut defs = rustpython_stdlib::stdlib_module_defs(&builder.ctx);
     defs.push(bridge::_baton::module_def(&builder.ctx));
+    // The virtual `time` replaces the interpreter's own (a later definition
+    // of a name wins).
+    let mut interpreter_defs = rustpython_vm::stdlib::builtin_module_defs(&builder.ctx);
+    interpreter_defs.extend(defs.iter().copied());
+    if let Some(time) = virtual_time::module_def(&builder.ctx, &interpreter_defs) {
+        defs.push(time);
+    }
     // Last: each refused name replaces the interpreter's own module.
     defs.extend(refused::module_defs(&builder.ctx));
+    defs.extend(refused::failing_defs(&builder.ctx));
     builder
         .add_native_modules(&defs)
         .add_frozen_modules(rustpython_pylib::FROZEN_STDLIB)
         .init_hook(|vm| {
             if let Some(state) = rustpython_vm::common::rc::PyRc::get_mut(&mut vm.state) {
-                state.config.paths.stdlib_dir = Some(rustpython_pylib::LIB_PATH.to_owned());
+                hide_build_paths(&mut state.config.paths);
             }
             let (sender, receiver) = rustpython_vm::signal::user_signal_channel();
             vm.set_user_signal_channel(receiver);
@@ -127,16 +136,41 @@ pub fn build_interpreter() -> Interpreter {
         .build()
 }
 
+/// Where code sees the standard library: the frozen modules' `__file__`
+/// and `__path__` are made from it (the interpreter's default is the
+/// build machine's registry folder).
+pub const STDLIB_DIR: &str = "/usr/lib/python3.11";
+
+/// Paths the interpreter shows code (`sys._stdlib_dir`, `sys.prefix`,
+/// `sys.executable`, `sys.path`, the modules' files): the same virtual ones
+/// on every machine, none of the build's or of the host's.
+fn hide_build_paths(paths: &mut rustpython_vm::vm::Paths) {
+    paths.stdlib_dir = Some(STDLIB_DIR.to_owned());
+    paths.module_search_paths.clear();
+    for prefix in [
+        &mut paths.prefix,
+        &mut paths.base_prefix,
+        &mut paths.exec_prefix,
+        &mut paths.base_exec_prefix,
+    ] {
+        *prefix = "/usr".to_owned();
+    }
+    paths.executable = "/usr/bin/python3".to_owned();
+    paths.base_executable = "/usr/bin/python3".to_owned();
+}
+
 static SIGNAL_SENDER: std::sync::OnceLock<rustpython_vm::signal::UserSignalSender> =
     std::sync::OnceLock::new();
 
 /// Imports the warm modules and installs the runtime.
 pub fn warm_up(vm: &VirtualMachine) -> Result<(), String> {
+    let compile = vm
+        .builtins
+        .get_attr("compile", vm)
+        .map_err(|e| format_exception(vm, e))?;
+    bridge::remember_compile(compile);
     let scope = vm.new_scope_with_builtins();
-    let source = format!(
-        "import sys\nsys.modules['_datetime'] = None\nimport {}\n",
-        WARM_MODULES.join(", ")
-    );
+    let source = format!("import {}\n", WARM_MODULES.join(", "));
     run_python(vm, scope, &source, "<warm-up>")?;
     let scope = vm.new_scope_with_builtins();
     for (name, source) in [

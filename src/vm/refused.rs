@@ -53,9 +53,100 @@ refused! {
     remote_debugging_module = "_remote_debugging",
 }
 
+/// `_datetime`, whose `now()` and `today()` read the host's clock: its
+/// import fails by every route, so `datetime` is the pure-Python one
+/// (`_pydatetime`, on the virtual clock).
+#[pymodule(name = "_datetime")]
+mod datetime_module {
+    use rustpython_vm::builtins::PyModule;
+    use rustpython_vm::{Py, PyResult, VirtualMachine};
+
+    pub(crate) fn module_exec(vm: &VirtualMachine, _module: &Py<PyModule>) -> PyResult<()> {
+        // `_imp.create_builtin` puts the module in `sys.modules` before
+        // this runs and leaves it there when this fails: take it out, so
+        // the next import fails too instead of finding it empty.
+        let modules = vm.sys_module.get_attr("modules", vm)?;
+        let _ = modules.del_item("_datetime", vm);
+        Err(vm.new_import_error(
+            "_datetime reads the host's clock: baton's datetime is the pure-Python one",
+            vm.ctx.new_str("_datetime"),
+        ))
+    }
+}
+
+/// The modules whose import always fails.
+pub(super) fn failing_defs(ctx: &Context) -> Vec<&'static PyModuleDef> {
+    vec![datetime_module::module_def(ctx)]
+}
+
 #[cfg(test)]
 mod tests {
     use super::NAMES;
+
+    /// Runs `source` in a fresh interpreter's scope; panics with the
+    /// traceback when it raises.
+    fn run(vm: &rustpython_vm::VirtualMachine, source: &str, what: &str) {
+        let scope = vm.new_scope_with_builtins();
+        if let Err(error) = vm.run_string(scope, source, "<refused>") {
+            let mut text = String::new();
+            let _ = vm.write_exception(&mut text, &error);
+            panic!("{what}: {text}");
+        }
+    }
+
+    /// Runs `lines` in a fresh interpreter; panics when they raise.
+    fn run_fresh(lines: &[&str], what: &str) {
+        let interpreter = crate::vm::build_interpreter();
+        interpreter.enter(|vm| run(vm, &lines.join("\n"), what));
+    }
+
+    #[test]
+    fn time_reads_the_virtual_clock_by_every_import_route() {
+        // The virtual clocks start at fixed instants (wall: 2026-01-01,
+        // monotonic: 1000 s) and read no further than the bridge's own
+        // reading after them; a host clock reads elsewhere.
+        run_fresh(
+            &[
+                "import importlib, importlib.machinery, _imp, sys, threading, _baton",
+                "import time as first",
+                "sys.modules.pop('time')",
+                "spec = importlib.machinery.ModuleSpec('time', None)",
+                "for module in (first, __import__('time'), importlib.import_module('time'), _imp.create_builtin(spec)):",
+                "    for read in (module.time, lambda: module.clock_gettime(0), lambda: module.time_ns() / 1e9):",
+                "        value = read()",
+                "        assert 1_767_225_600 <= value <= _baton.clock(0), ('wall', read, value)",
+                "    for read in (module.monotonic, module.perf_counter, module.process_time, module.thread_time, lambda: module.clock_gettime(1), threading._time):",
+                "        value = read()",
+                "        assert 1000 <= value <= _baton.clock(1), ('monotonic', read, value)",
+                "    assert module.mktime.__self__ is module, module.mktime.__self__",
+                "    assert module.localtime().tm_year == module.gmtime(module.time()).tm_year",
+                "    assert module.struct_time and module.CLOCK_MONOTONIC == 1",
+            ],
+            "time",
+        );
+    }
+
+    #[test]
+    fn datetime_is_the_pure_python_one_by_every_import_route() {
+        run_fresh(
+            &[
+                "import importlib, importlib.machinery, _imp, sys",
+                "sys.modules.pop('_datetime', None)",
+                "spec = importlib.machinery.ModuleSpec('_datetime', None)",
+                "for load in (lambda: __import__('_datetime'), lambda: importlib.import_module('_datetime'), lambda: _imp.create_builtin(spec)):",
+                "    try:",
+                "        load()",
+                "    except ImportError:",
+                "        pass",
+                "    else:",
+                "        raise AssertionError('_datetime imported')",
+                "import datetime",
+                // A classmethod of Python code, not a native one.
+                "assert datetime.datetime.now.__func__.__code__.co_name == 'now'",
+            ],
+            "_datetime",
+        );
+    }
 
     #[test]
     fn every_refused_module_is_empty_by_every_import_route() {
@@ -70,12 +161,7 @@ mod tests {
                     format!("    assert left == [], ('{name}', left)"),
                 ]
                 .join("\n");
-                let scope = vm.new_scope_with_builtins();
-                if let Err(error) = vm.run_string(scope, &source, "<refused>") {
-                    let mut text = String::new();
-                    let _ = vm.write_exception(&mut text, &error);
-                    panic!("{name}: {text}");
-                }
+                run(vm, &source, name);
             }
         });
     }

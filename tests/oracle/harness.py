@@ -117,6 +117,9 @@ class FakeBaton(types.ModuleType):
             if not part or set(unicodedata.normalize("NFKC", part)) <= {"."}:
                 return (22, "invalid file name %r: empty path parts and parts made only of dots "
                             "(`.`, `..`, `．．`) are not allowed" % name)
+            if set(unicodedata.normalize("NFKC", part)) & {"/", "\\"}:
+                return (22, "invalid file name %r: characters that normalise to a slash or a "
+                            "backslash (`／`, `＼`) are not allowed" % name)
         return None
 
     def dumps(self, value):
@@ -279,6 +282,7 @@ def run_native(runtime, fake, program):
     runtime.linecache.cache[runtime.FILENAME] = (len(source), None, source.splitlines(True), runtime.FILENAME)
     limits = program["limits"]
     runtime._recursion_cap = limits["recursion_cap"]
+    runtime._calls_per_round = limits["calls_per_round"]
     runtime._WS.reset(fake.workspace(), limits["workspace_bytes"], limits["workspace_files"])
     g = {"__name__": "__main__", "__builtins__": __builtins__, "__doc__": None}
     g.update(runtime.PRE_IMPORTED)
