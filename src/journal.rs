@@ -211,6 +211,11 @@ pub struct ExecutionRecord {
     /// The contracts of `tools`, once a call was checked (not stored).
     #[serde(skip)]
     pub contracts: crate::contract::Contracts,
+    /// The principal it runs for, as the service knows it from its state
+    /// (not stored with the record): parked children are shared fairly
+    /// among principals.
+    #[serde(skip)]
+    pub owner: [u8; 8],
     /// Wall-clock milliseconds of each pause, and of the arrival of each
     /// round's results: how long the client took per round. Format 5
     /// (progress part's extension); empty for what earlier formats stored.
@@ -419,6 +424,7 @@ pub(crate) mod tests {
             directories: Vec::new(),
             directories_left: Vec::new(),
             contracts: Default::default(),
+            owner: [0; 8],
             round_times: RoundTimes::default(),
         }
     }

@@ -69,6 +69,14 @@ fn describe() {
         "Calls answered 409 runtime_session_busy: their runtime session ran another call for longer than --runtime-session-wait-secs."
     );
     describe_counter!(
+        "baton_parked_children_running_total",
+        "Parked children evicted because they took CPU time while paused (a program that reported a pause and went on running); their executions resume cold."
+    );
+    describe_counter!(
+        "baton_pauses_refused_for_storage_total",
+        "Pauses not written because their record would take the key past --max-key-storage-mb (answered 429; the round is run again when retried)."
+    );
+    describe_counter!(
         "baton_http_bodies_refused_total",
         "Requests answered 503 because the bodies of requests under way filled --max-bodies-in-flight-mb for longer than the body timeout."
     );

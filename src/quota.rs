@@ -4,11 +4,13 @@
 //! store when the server starts.
 //!
 //! A request is admitted when the key's bytes plus what the request brings
-//! stay within the cap. The check is at admission, so a key can pass its cap
-//! by what requests already admitted go on to write (one round's output and
-//! files each); the next request then waits. An upload is checked as its
-//! bytes arrive instead, and what it has received is counted (held) until
-//! it ends, so uploads at once cannot together pass the cap.
+//! stay within the cap. A pause then holds its record's size before it is
+//! written ([`KeyUsage::hold`]), so pauses at once cannot together pass the
+//! cap; an ended execution's outcome and files are counted as written, so
+//! a key can pass its cap by what one round of each admitted request
+//! leaves (its output and files); the next request then waits. An upload
+//! is checked as its bytes arrive, and what it has received is counted
+//! (held) until it ends, so uploads at once cannot together pass the cap.
 //!
 //! Invariants:
 //! - An item (an execution or a file) is counted once, at its latest size,

@@ -268,3 +268,38 @@ fn names_whose_nfkc_form_holds_a_slash_are_refused() {
     assert_eq!(status, 200, "{reply}");
     assert_eq!(reply["stdout"], "OSError\nOSError\n", "{reply}");
 }
+
+#[test]
+fn views_of_a_pause_with_large_inputs_do_not_rebuild_them() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::start(dir.path(), &[]);
+    // 30 calls of 1 MB of small numbers: as a tree, tens of times that.
+    let code = "import asyncio\nnumbers = [7] * 330_000\nawait asyncio.gather(*[pick(n=numbers, i=i) for i in range(30)])\n";
+    let tools = json!([{"name": "pick", "parameters": {"type": "object", "properties": {"n": {"type": "array"}, "i": {"type": "integer"}}}}]);
+    let (status, reply) = server.post("/exec/programmatic", &json!({"code": code, "tools": tools}));
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["tool_calls"].as_array().map(Vec::len), Some(30));
+    let id = reply["execution_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let before = server.peak_memory().unwrap_or(0);
+    std::thread::scope(|scope| {
+        for _ in 0..6 {
+            scope.spawn(|| {
+                let (status, view) = server.get(&format!("/executions/{id}"), Some(KEY));
+                assert_eq!(status, 200, "{view}");
+                assert_eq!(view["status"], "paused", "{view}");
+            });
+        }
+    });
+    let grown = server.peak_memory().unwrap_or(0).saturating_sub(before);
+    // Six views of a 30 MB pause: each costs a few copies of its text
+    // (the record, the view, the answer), not a tree of its 10 million
+    // values (about 400 MB a view).
+    assert!(
+        grown < 6 * (30 << 20) * 5,
+        "six views grew the server by {} MiB",
+        grown >> 20
+    );
+}

@@ -728,6 +728,11 @@ fn scheduling_of(pid: i32) -> (String, String, String) {
 /// socket), runs `before`, writes `frame` to it and then waits on it, as a
 /// hostile program can.
 fn forging(before: &str, frame: &[u8]) -> String {
+    forging_then(before, frame, "posix.read(sockets[0], 1)")
+}
+
+/// [`forging`], doing `after` once the frame is written.
+fn forging_then(before: &str, frame: &[u8], after: &str) -> String {
     let hex: String = frame.iter().map(|b| format!("{b:02x}")).collect();
     // The fenced `posix` refuses `fstat`; a new one from the builtin
     // constructor does not (the system-call filter allows it on a
@@ -741,7 +746,7 @@ fn forging(before: &str, frame: &[u8]) -> String {
          assert sockets, 'setup: no socket'\n\
          {before}\n\
          posix.write(sockets[0], bytes.fromhex('{hex}'))\n\
-         posix.read(sockets[0], 1)\n"
+         {after}\n"
     )
 }
 
@@ -847,4 +852,67 @@ async fn a_frame_with_bytes_after_its_message_is_refused() {
         other => panic!("{other:?} {}", record.stderr),
     }
     still_serving(&engine).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_child_that_runs_is_evicted() {
+    let engine = hostile_engine();
+    // It says it paused, then computes (and could allocate) while parked.
+    let source = forging_then("", &frame_of(&forged_pause()), "while True:\n    pass");
+    let (step, record) = start(&engine, &source).await;
+    assert!(
+        matches!(step, Step::Paused(_)),
+        "{step:?} {}",
+        record.stderr
+    );
+    let pid = engine.parked_pid(&record.id);
+    assert!(pid.is_some(), "the child was not parked");
+    // Measured after 200 ms, read again every second: gone well before
+    // its own 20 s budget would end it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while engine.parked_pid(&record.id).is_some() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        engine.parked_pid(&record.id),
+        None,
+        "still parked, still running"
+    );
+    let alive = pid.is_some_and(|pid| {
+        std::path::Path::new(&format!("/proc/{pid}/stat")).exists()
+            && std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|s| !s.contains(") Z"))
+    });
+    assert!(!alive, "the evicted child still runs");
+    still_serving(&engine).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_principals_pauses_do_not_evict_anothers_parked_children() {
+    let engine = engine_with(|c| {
+        c.pool_size = 2;
+        c.max_parked = 3;
+    });
+    let pause = "w = await get_weather(city='x')\nprint(w)\n";
+    let mut parked = Vec::new();
+    // B parks first; then A parks three: one over the count of three.
+    for owner in [*b"bbbbbbbb", *b"aaaaaaaa", *b"aaaaaaaa", *b"aaaaaaaa"] {
+        let mut record = engine
+            .prepare(spec(pause, tools(WEATHER), 5000))
+            .unwrap_or_else(|e| panic!("{e}"));
+        record.owner = owner;
+        let step = engine
+            .start(&mut record)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(step, Step::Paused(_)), "{step:?}");
+        parked.push(record.id);
+    }
+    let still: Vec<bool> = parked
+        .iter()
+        .map(|id| engine.parked_pid(id).is_some())
+        .collect();
+    // Least recently parked overall would be B's; A holds the most, so
+    // A's oldest goes.
+    assert_eq!(still, vec![true, false, true, true]);
 }

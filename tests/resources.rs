@@ -332,3 +332,104 @@ fn parked_children_stay_within_their_memory_budget() {
         assert_eq!(done["stdout"], "300000 5\n", "{done}");
     }
 }
+
+/// A start as `request_id` of `code` with a tool that takes a blob.
+fn start_storing(server: &Server, code: &str, request_id: &str) -> (u16, Value) {
+    let tools = json!([{"name": "store", "parameters": {"type": "object", "properties": {"blob": {"type": "string"}, "i": {"type": "integer"}}}}]);
+    server.post_raw(
+        "/exec/programmatic",
+        &json!({"code": code, "tools": tools}).to_string(),
+        Some(("x-api-key", KEY)),
+        &[("X-LibreChat-Code-Request-ID", request_id)],
+    )
+}
+
+/// Pauses on three calls of 1 MB each (a record of about 3 MB: two fit
+/// under 8 MiB, three do not).
+const THREE_BLOBS: &str = "import asyncio\nblob = 'x' * 1_000_000\nawait asyncio.gather(*[store(blob=blob, i=i) for i in range(3)])\nprint('done')\n";
+
+#[test]
+fn pauses_at_once_cannot_together_pass_the_storage_cap() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let mut server = Server::start(dir.path(), &["--max-key-storage-mb", "8"]);
+    // Six starts at once, each admitted for its small code; their pauses
+    // would store about 18 MB. Each pause reserves before it is written:
+    // two fit under 8 MiB, the others are answered 429.
+    let replies: Vec<(u16, Value)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..6)
+            .map(|i| {
+                let server = &server;
+                scope.spawn(move || start_storing(server, THREE_BLOBS, &format!("s{i}")))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| panic!("client panicked")))
+            .collect()
+    });
+    let paused: Vec<&Value> = replies
+        .iter()
+        .filter(|(status, reply)| *status == 200 && reply["status"] == "tool_call_required")
+        .map(|(_, reply)| reply)
+        .collect();
+    let refused = replies
+        .iter()
+        .filter(|(status, reply)| *status == 429 && reply["error"] == "rate_limited")
+        .count();
+    assert_eq!(
+        (paused.len(), refused),
+        (2, 4),
+        "{:?}",
+        replies
+            .iter()
+            .map(|(s, r)| (s, &r["error"]))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        metric(&server, "baton_pauses_refused_for_storage_total"),
+        4.0
+    );
+
+    // A continuation whose next pause would pass the cap gets 429 and its
+    // round stays to be continued: the same token, retried once there is
+    // room (here: a restart with a larger cap), runs it again.
+    let (status, small) = start_storing(
+        &server,
+        "r = await store(i=0)\nblob = 'y' * 1_000_000\nimport asyncio\nawait asyncio.gather(*[store(blob=blob, i=i) for i in range(3)])\nprint('second')\n",
+        "grows",
+    );
+    assert_eq!(status, 200, "{small}");
+    let results = answers_of(&small);
+    let continuation =
+        json!({"continuation_token": small["continuation_token"], "tool_results": results});
+    let (status, refused) = server.post("/exec/programmatic", &continuation);
+    assert_eq!(
+        (status, &refused["error"]),
+        (429, &json!("rate_limited")),
+        "{refused}"
+    );
+    let (status, again) = server.post("/exec/programmatic", &continuation);
+    assert_eq!(status, 429, "{again}");
+    server.restart_with(&["--max-key-storage-mb", "64"]);
+    let (status, resumed) = server.post("/exec/programmatic", &continuation);
+    assert_eq!(status, 200, "{resumed}");
+    assert_eq!(resumed["status"], "tool_call_required", "{resumed}");
+    assert_eq!(
+        resumed["tool_calls"].as_array().map(Vec::len),
+        Some(3),
+        "{resumed}"
+    );
+}
+
+/// A result for each call of `reply`.
+fn answers_of(reply: &Value) -> Vec<Value> {
+    reply["tool_calls"]
+        .as_array()
+        .map(|calls| {
+            calls
+                .iter()
+                .map(|call| json!({"call_id": call["id"], "result": 1}))
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -183,6 +183,7 @@ impl Engine {
             directories: spec.directories,
             directories_left: Vec::new(),
             contracts: Default::default(),
+            owner: [0; 8],
             round_times: Default::default(),
         })
     }
@@ -513,7 +514,7 @@ impl Engine {
                     return Step::Failed(Failure::InvalidReport(error));
                 }
                 let calls = self.pend(record, calls, frame);
-                self.park(record.id, record.rounds.len(), child);
+                self.park(record, child);
                 Step::Paused(calls)
             }
             FromChild::Finished {
@@ -612,11 +613,16 @@ impl Engine {
         calls
     }
 
-    /// Parks the child of execution `id`, paused after `rounds` completed
-    /// rounds.
-    fn park(&self, id: [u8; 16], rounds: usize, child: ChildProc) {
+    /// Parks the child of `record`'s execution, paused after the rounds it
+    /// completed, for its owner.
+    fn park(&self, record: &ExecutionRecord, child: ChildProc) {
         let zygote = self.supervisor.current().ok().map(|z| z.pid() as i32);
-        self.parked.park(id, rounds, child, zygote);
+        let place = parking::Place {
+            id: record.id,
+            owner: record.owner,
+            rounds: record.rounds.len(),
+        };
+        self.parked.park(place, child, zygote);
     }
 
     /// The executions whose children are parked here.

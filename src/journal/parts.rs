@@ -395,6 +395,7 @@ impl ExecutionRecord {
             directories: Vec::new(),
             directories_left: Vec::new(),
             contracts: Default::default(),
+            owner: [0; 8],
             round_times: progress_extension.round_times.into_owned(),
         };
         record.validate()?;

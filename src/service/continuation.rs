@@ -273,6 +273,7 @@ impl Service {
         running: &ExecState,
         record: &mut ExecutionRecord,
     ) -> Result<crate::engine::Step, ServiceError> {
+        record.owner = running.owner;
         let resumed = self
             .engine
             .resume_answered(record)

@@ -32,7 +32,7 @@ use tracing::Instrument;
 use crate::engine::Step;
 use crate::failure::Failure;
 use crate::journal::{ExecutionRecord, NewParts, history};
-use crate::quota::Item;
+use crate::quota::{Item, Refusal};
 use crate::state::{EndedOutcome, ExecState, Status, outcome_key, state_key};
 use crate::store::Flushing;
 use crate::timing::step;
@@ -228,6 +228,19 @@ impl Service {
                     self.engine.evict(&record.id);
                     return self.end(record, &state, Some(failure), Vec::new()).await;
                 }
+                if let Err(refusal) = self.reserve_pause(record, &state, stored_bytes) {
+                    metrics::counter!("baton_pauses_refused_for_storage_total").increment(1);
+                    self.engine.evict(&record.id);
+                    if let Refusal::TooLarge { incoming, cap } = refusal {
+                        // It can never be stored under this cap.
+                        let size = usize::try_from(incoming).unwrap_or(usize::MAX);
+                        let limit = usize::try_from(cap).unwrap_or(usize::MAX);
+                        let failure = Failure::RecordTooLarge { size, limit };
+                        return self.end(record, &state, Some(failure), Vec::new()).await;
+                    }
+                    self.release(&record.id, &state).await;
+                    return Err(refusal.into());
+                }
                 let token = self
                     .persist_pause(record, &parts, stored_bytes, &state, claim)
                     .await?;
@@ -276,6 +289,30 @@ impl Service {
             .keep_produced(state.owner, &record.session_id, produced)
             .await
             .map_err(ServiceError::from)
+    }
+
+    /// Reserves the key's storage for a pause of `stored_bytes` before it
+    /// is written (what the execution stored before counts as its own), so
+    /// that pauses at once cannot together pass the cap. Refused, the pause
+    /// is not written: its child is dropped and the round given up to be
+    /// run again by replay ([`Service::release`]), so the same token is
+    /// answered 429 with the delay as an admission would be (a start gets
+    /// the 429 and nothing to continue); a pause alone over the cap ends
+    /// the execution (`Execution record too large`).
+    fn reserve_pause(
+        &self,
+        record: &ExecutionRecord,
+        state: &ExecState,
+        stored_bytes: u64,
+    ) -> Result<(), Refusal> {
+        let now = now_secs();
+        self.usage.hold(
+            Item::Execution(record.id),
+            state.owner,
+            stored_bytes,
+            now + self.config.paused_ttl_secs,
+            now,
+        )
     }
 
     /// The failure of a record too large to store, if it is.

@@ -76,6 +76,7 @@ impl Service {
             answered: None,
             node: self.store.node(),
         };
+        record.owner = owner;
         let flushing = self.store_start(&mut record, &state).await?;
         self.link_request(owner, &request_id, record.id).await?;
         if request_id.cancelled_early {
