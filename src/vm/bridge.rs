@@ -66,6 +66,14 @@ pub(crate) fn virtual_sleep(secs: f64) {
     }
 }
 
+/// The next `n` bytes (at most 1 MiB) of the execution's entropy stream
+/// (the warm-up's own before any execution).
+pub(crate) fn draw_entropy(n: usize) -> Vec<u8> {
+    let n = n.min(1 << 20);
+    with_host(|host| host.entropy.take(n))
+        .unwrap_or_else(|| WARMUP.with(|w| w.borrow_mut().1.take(n)))
+}
+
 /// Installs the execution's host on this thread.
 pub fn install_host(host: Host) {
     HOST.with(|slot| *slot.borrow_mut() = Some(host));
@@ -319,9 +327,7 @@ pub mod _baton {
     /// The next `n` bytes of the execution's entropy stream.
     #[pyfunction]
     fn entropy(n: usize) -> Vec<u8> {
-        let n = n.min(1 << 20);
-        with_host(|host| host.entropy.take(n))
-            .unwrap_or_else(|| WARMUP.with(|w| w.borrow_mut().1.take(n)))
+        super::draw_entropy(n)
     }
 
     /// The frame of a pause's first call, as the last three positional

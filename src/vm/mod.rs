@@ -23,11 +23,13 @@ pub mod exit;
 pub mod fidelity;
 pub mod host;
 mod huge_pages;
+pub mod merged_module;
 pub mod oom;
 pub mod panics;
 mod refused;
 mod replay;
 pub mod to_json;
+pub mod virtual_posix;
 pub mod virtual_time;
 pub mod watchdog;
 
@@ -111,13 +113,12 @@ pub fn build_interpreter() -> Interpreter {
     let builder = InterpreterBuilder::new().settings(settings);
     let mut defs = rustpython_stdlib::stdlib_module_defs(&builder.ctx);
     defs.push(bridge::_baton::module_def(&builder.ctx));
-    // The virtual `time` replaces the interpreter's own (a later definition
-    // of a name wins).
+    // The virtual `time` and `posix` replace the interpreter's own (a later
+    // definition of a name wins).
     let mut interpreter_defs = rustpython_vm::stdlib::builtin_module_defs(&builder.ctx);
     interpreter_defs.extend(defs.iter().copied());
-    if let Some(time) = virtual_time::module_def(&builder.ctx, &interpreter_defs) {
-        defs.push(time);
-    }
+    defs.extend(virtual_time::module_def(&builder.ctx, &interpreter_defs));
+    defs.extend(virtual_posix::module_def(&builder.ctx, &interpreter_defs));
     // Last: each refused name replaces the interpreter's own module.
     defs.extend(refused::module_defs(&builder.ctx));
     defs.extend(refused::failing_defs(&builder.ctx));

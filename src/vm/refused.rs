@@ -126,6 +126,49 @@ mod tests {
         );
     }
 
+    /// The text `source` leaves in its global `out`, run in a fresh
+    /// interpreter on a thread of its own (so with the warm-up's entropy
+    /// stream from its start).
+    fn out_of(source: &'static str) -> String {
+        let ran = std::thread::spawn(move || {
+            let interpreter = crate::vm::build_interpreter();
+            interpreter.enter(|vm| {
+                let scope = vm.new_scope_with_builtins();
+                if let Err(error) = vm.run_string(scope.clone(), source, "<posix>") {
+                    let mut text = String::new();
+                    let _ = vm.write_exception(&mut text, &error);
+                    return text;
+                }
+                scope
+                    .globals
+                    .get_item("out", vm)
+                    .and_then(|out| out.str(vm))
+                    .map(|out| out.as_wtf8().to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            })
+        });
+        ran.join().unwrap_or_default()
+    }
+
+    #[test]
+    fn posix_draws_the_seeded_entropy_and_says_pid_one_by_every_route() {
+        let fresh = out_of(
+            "import sys, _imp, importlib.machinery\n\
+             sys.modules.pop('posix', None)\n\
+             posix = _imp.create_builtin(importlib.machinery.ModuleSpec('posix', None))\n\
+             assert (posix.getpid(), posix.getppid()) == (1, 0)\n\
+             assert posix.urandom.__self__ is posix\n\
+             out = posix.urandom(16).hex() + posix.getrandom(8).hex()",
+        );
+        let seeded =
+            out_of("import _baton\nout = _baton.entropy(16).hex() + _baton.entropy(8).hex()");
+        assert_eq!(fresh.len(), 48, "{fresh}");
+        assert_eq!(
+            fresh, seeded,
+            "a new posix drew other bytes than the stream"
+        );
+    }
+
     #[test]
     fn datetime_is_the_pure_python_one_by_every_import_route() {
         run_fresh(

@@ -1,14 +1,10 @@
 //! The `time` module code sees: the interpreter's own, with every function
 //! that reads a host clock or sleeps replaced by one on the execution's
-//! virtual clock (the bridge's `clock` and `sleep`), registered after the
-//! interpreter's modules so that a later definition of the name wins.
+//! virtual clock (the bridge's `clock` and `sleep`), merged and registered
+//! as [`super::merged_module`] says.
 //!
 //! Invariants:
-//! - No route gives code a `time` that reads a host clock: `import time`,
-//!   `sys.modules.pop('time')` and a new import, `_imp.create_builtin`
-//!   all build this definition, and every function of it belongs to it (a
-//!   native function's `__self__` is this module, never a module of the
-//!   interpreter's own definition).
+//! - No route gives code a `time` that reads a host clock.
 //! - Each replaced function reads the virtual clock as often as the
 //!   runtime's former Python patch did (once per call), so the journals of
 //!   earlier runs replay the same.
@@ -16,41 +12,24 @@
 //!   `mktime`, `strftime(f, t)`, `strptime`, ...) are the interpreter's
 //!   own, called unbound.
 
-use rustpython_vm::builtins::{PyModuleDef, PyModuleSlots};
-use rustpython_vm::function::{FuncArgs, PyMethodDef};
+use rustpython_vm::builtins::PyModuleDef;
+use rustpython_vm::function::FuncArgs;
 use rustpython_vm::{Context, PyObjectRef, PyResult, VirtualMachine, pymodule};
 
-/// The interpreter's own `time` definition, among `defs`.
-fn native(defs: &[&'static PyModuleDef]) -> Option<&'static PyModuleDef> {
-    defs.iter()
-        .rev()
-        .copied()
-        .find(|def| def.name.as_str() == "time")
-}
+use super::merged_module;
 
 /// The virtual `time` definition, made from the interpreter's own one in
 /// `defs`; `None` when the interpreter has none (then nothing to replace).
 pub fn module_def(ctx: &Context, defs: &[&'static PyModuleDef]) -> Option<&'static PyModuleDef> {
-    let native = native(defs)?;
+    let native = merged_module::native(defs, "time")?;
     NATIVE.with(|slot| slot.set(Some(native)));
-    let ours = clock_functions::METHOD_DEFS;
-    let mut methods: Vec<PyMethodDef> = native
-        .methods
-        .iter()
-        .filter(|method| ours.iter().all(|own| own.name != method.name))
-        .cloned()
-        .collect();
-    methods.extend(ours.iter().cloned());
-    let mut slots = PyModuleSlots::default();
-    // The interpreter's own set-up: `tzset`, `struct_time`, the constants.
-    slots.exec = native.slots.exec;
-    let def = PyModuleDef {
-        name: ctx.intern_str("time"),
-        doc: native.doc,
-        methods: Box::leak(methods.into_boxed_slice()),
-        slots,
-    };
-    Some(Box::leak(Box::new(def)))
+    // The interpreter's own set-up stays: `tzset`, `struct_time`, the
+    // constants.
+    Some(merged_module::merge(
+        ctx,
+        native,
+        clock_functions::METHOD_DEFS,
+    ))
 }
 
 thread_local! {
