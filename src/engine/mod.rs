@@ -509,7 +509,10 @@ impl Engine {
             } => {
                 self.charge(record, run_us, stretch);
                 self.append_output(record, &stdout, &stderr);
-                if let Err(error) = reports::check_calls(record, &self.config.limits, &calls) {
+                let checked = reports::off_the_workers(reports::input_bytes(&calls), || {
+                    reports::check_calls(record, &self.config.limits, &calls)
+                });
+                if let Err(error) = checked {
                     child.kill();
                     return Step::Failed(Failure::InvalidReport(error));
                 }

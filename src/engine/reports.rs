@@ -67,6 +67,29 @@ pub(super) fn check_calls(
     Ok(())
 }
 
+/// Bytes of inputs a pause carries.
+pub(super) fn input_bytes(calls: &[PendingCall]) -> usize {
+    calls.iter().map(|call| call.input.len()).sum()
+}
+
+/// Inputs from which a pause's checks run off the runtime's workers.
+const LARGE_INPUTS: usize = 256 << 10;
+
+/// Runs a report's check: for `bytes` of inputs over [`LARGE_INPUTS`], on a
+/// multi-threaded runtime, in place of this worker (`block_in_place`: the
+/// other tasks move to another worker while it parses), else inline (a
+/// small check costs less than the hand-over).
+pub(super) fn off_the_workers<T>(bytes: usize, check: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let multi_threaded = Handle::try_current()
+        .is_ok_and(|handle| handle.runtime_flavor() == RuntimeFlavor::MultiThread);
+    if bytes > LARGE_INPUTS && multi_threaded {
+        tokio::task::block_in_place(check)
+    } else {
+        check()
+    }
+}
+
 /// Checks a failure a child reports: only what a child itself can know
 /// (its code raised or exited, it ran out of time, memory or output, a
 /// replay diverged). The other endings are the server's decisions (a
@@ -134,5 +157,49 @@ pub(super) fn check_workspace(
             "Invalid workspace report: {bad:?} was not a file of the request"
         )),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+
+    use super::{LARGE_INPUTS, off_the_workers};
+
+    /// Whether a task spawned on a one-worker runtime runs while a check
+    /// of `bytes` holds that worker.
+    fn others_run_during_a_check_of(bytes: usize) -> bool {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        runtime.block_on(async {
+            let flag = Arc::new(AtomicBool::new(false));
+            let set = flag.clone();
+            let checked = tokio::spawn(async move {
+                let other = tokio::spawn(async move { set.store(true, Ordering::SeqCst) });
+                let ran = off_the_workers(bytes, || {
+                    let deadline = Instant::now() + Duration::from_millis(500);
+                    while !flag.load(Ordering::SeqCst) && Instant::now() < deadline {
+                        std::thread::yield_now();
+                    }
+                    flag.load(Ordering::SeqCst)
+                });
+                let _ = other.await;
+                ran
+            });
+            checked.await.unwrap_or(false)
+        })
+    }
+
+    #[test]
+    fn a_large_check_leaves_its_worker_to_the_other_tasks() {
+        assert!(others_run_during_a_check_of(LARGE_INPUTS + 1));
+        assert!(
+            !others_run_during_a_check_of(1),
+            "a small check runs inline"
+        );
     }
 }
