@@ -45,7 +45,8 @@ fn closed_by_server(stream: &mut TcpStream) -> bool {
 
 /// Attempts `attempts` idle connections from `source` to `target`, by
 /// batches, dropping those the server closed; returns those it holds and
-/// the number attempted (fewer when this process runs out of descriptors).
+/// the number established (a connect may fail while the server's queue is
+/// full; fewer are attempted when this process runs out of descriptors).
 fn flood(source: &str, target: SocketAddr, attempts: usize) -> (Vec<TcpStream>, usize) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -56,6 +57,7 @@ fn flood(source: &str, target: SocketAddr, attempts: usize) -> (Vec<TcpStream>, 
         .unwrap_or_else(|e| panic!("{e}"));
     let mut held: Vec<TcpStream> = Vec::new();
     let mut made = 0;
+    let mut established = 0;
     while made < attempts {
         let batch = (attempts - made).min(1000);
         let out_of_descriptors = runtime.block_on(async {
@@ -70,6 +72,7 @@ fn flood(source: &str, target: SocketAddr, attempts: usize) -> (Vec<TcpStream>, 
                 if let Ok(stream) = socket.connect(target).await
                     && let Ok(stream) = stream.into_std()
                 {
+                    established += 1;
                     held.push(stream);
                 }
             }
@@ -81,7 +84,7 @@ fn flood(source: &str, target: SocketAddr, attempts: usize) -> (Vec<TcpStream>, 
             break;
         }
     }
-    (held, made)
+    (held, established)
 }
 
 #[test]
@@ -89,7 +92,7 @@ fn an_idle_connection_flood_from_one_address_leaves_the_others_served() {
     raise_open_files();
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let server = Server::start(dir.path(), &[]);
-    let (held, attempted) = flood("127.0.0.2", address(&server), 20_000);
+    let (held, established) = flood("127.0.0.2", address(&server), 20_000);
     // With every connection 127.0.0.2 may hold open: the others are served.
     let (status, health) = server.get("/health", None);
     assert_eq!(status, 200, "{health}");
@@ -110,8 +113,8 @@ fn an_idle_connection_flood_from_one_address_leaves_the_others_served() {
         held.len()
     );
     assert!(
-        refused >= (attempted - held.len()) as f64,
-        "{refused} refused of {attempted}, {} held",
+        established >= 10_000 && refused >= (established - held.len()) as f64,
+        "{refused} refused of {established} established, {} held",
         held.len()
     );
 }
