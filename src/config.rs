@@ -274,6 +274,11 @@ pub struct ServeArgs {
     /// Memory each child may allocate, in MiB.
     #[arg(long, env = "BATON_MEMORY_MB", default_value_t = defaults::MEMORY_MB)]
     pub memory_mb: u64,
+    /// Put each child in a control group of its own (memory and task caps,
+    /// the kernel's count of its memory and CPU time) where the kernel and
+    /// this process's rights allow it; `false` leaves them out.
+    #[arg(long, env = "BATON_CHILD_CGROUPS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub child_cgroups: bool,
     /// Maximum stdout (and stderr) of one execution, in bytes.
     #[arg(long, env = "BATON_OUTPUT_CAP", default_value_t = defaults::OUTPUT_CAP)]
     pub output_cap: u64,

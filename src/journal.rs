@@ -57,6 +57,9 @@ pub enum JournalError {
     Corrupt(String),
 }
 
+/// Where the virtual monotonic clock of every execution starts, seconds.
+pub const MONOTONIC_ORIGIN: f64 = 1000.0;
+
 /// The virtual clock's starting point for one stretch of running code.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClockBase {

@@ -37,6 +37,10 @@ enum Command {
         cpu_seconds: u64,
         #[arg(long, default_value_t = 64)]
         open_files: u64,
+        /// A server's control group to put each child in (repeated: one per
+        /// hierarchy).
+        #[arg(long = "cgroup")]
+        cgroups: Vec<std::path::PathBuf>,
     },
     /// Internal: confines a child as the zygote does and attempts raw system
     /// calls against the targets (JSON: file, victim_pid, tcp_port,
@@ -64,11 +68,15 @@ fn main() -> ExitCode {
             memory_mb,
             cpu_seconds,
             open_files,
-        } => baton::vm::zygote_main(ChildRlimits {
-            memory_mb,
-            cpu_seconds,
-            open_files,
-        }),
+            cgroups,
+        } => baton::vm::zygote_main(
+            ChildRlimits {
+                memory_mb,
+                cpu_seconds,
+                open_files,
+            },
+            cgroups,
+        ),
         Command::Program { tools } => program_command(&tools),
         Command::SandboxProbe {
             targets,

@@ -69,6 +69,11 @@ fn describe() {
         "Calls answered 409 runtime_session_busy: their runtime session ran another call for longer than --runtime-session-wait-secs."
     );
     describe_counter!(
+        "baton_children_cpu_microseconds_total",
+        Unit::Microseconds,
+        "CPU time of the children that ended, from their control groups (0 where children have none)."
+    );
+    describe_counter!(
         "baton_parked_children_running_total",
         "Parked children evicted because they took CPU time while paused (a program that reported a pause and went on running); their executions resume cold."
     );

@@ -198,11 +198,15 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         upload_limit: args.upload_limit,
         body_timeout: Duration::from_secs(args.body_timeout_secs.max(1)),
         forwarder: store.shared().then(Forwarder::new),
-        bodies: BodyBudget::new(
-            args.max_bodies_in_flight_mb
-                .saturating_mul(1 << 20)
-                .max(args.upload_limit.max(args.body_limit)),
-        ),
+        bodies: {
+            let largest = args.upload_limit.max(args.body_limit);
+            BodyBudget::new(
+                args.max_bodies_in_flight_mb
+                    .saturating_mul(1 << 20)
+                    .max(largest),
+                largest,
+            )
+        },
     });
     spawn_sweeper(state.clone(), Duration::from_secs(args.sweep_secs.max(1)));
     let address = listener.local_addr().map_err(|e| e.to_string())?;
@@ -213,6 +217,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         "embedded"
     };
     tracing::info!(%address, data_dir = %args.data_dir.display(), store = store_kind, node = store.node(), advertise = args.advertise.as_deref().unwrap_or("-"), "serving");
+    let ending = state.clone();
     crate::api::listener::serve(
         listener,
         router(state),
@@ -221,6 +226,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     )
     .await;
     store.flush().await.map_err(|e| e.to_string())?;
+    let _stopped = tokio::task::spawn_blocking(move || ending.service.engine().shutdown()).await;
     tracing::info!("stopped; every paused execution is on disk");
     Ok(())
 }
@@ -277,6 +283,7 @@ fn engine_config(args: &ServeArgs) -> Result<EngineConfig, String> {
     config.max_parked = args.max_parked;
     config.max_parked_bytes = args.max_parked_mb.saturating_mul(1 << 20);
     config.rlimits.memory_mb = args.memory_mb;
+    config.child_cgroups = args.child_cgroups;
     config.limits.stdout_cap = args.output_cap;
     config.limits.stderr_cap = args.output_cap;
     config.limits.max_source_bytes = args.max_source_bytes;

@@ -294,11 +294,6 @@ const REFUSED: &[(&str, &str, &[&str])] = &[
         "import os\nos.kill(1, 9)",
         &["PermissionError"],
     ),
-    (
-        "os.putenv",
-        "import os\nos.putenv('X', '1')",
-        &["PermissionError"],
-    ),
     ("setuid", "import os\nos.setuid(0)", &["PermissionError"]),
     // Limits the code might try to lift.
     (

@@ -109,7 +109,12 @@ async fn guard(
     // Held until the answer is made: the handler holds the body till then.
     let _room = match state
         .bodies
-        .reserve(request.headers(), limit, state.body_timeout)
+        .reserve(
+            principal.owner,
+            request.headers(),
+            limit,
+            state.body_timeout,
+        )
         .await
     {
         Ok(room) => room,

@@ -91,6 +91,8 @@ pub struct EngineConfig {
     pub rlimits: ChildRlimits,
     /// Clock values the code sees.
     pub clock: ClockSource,
+    /// Whether children get control groups where the machine allows.
+    pub child_cgroups: bool,
 }
 
 impl EngineConfig {
@@ -104,6 +106,7 @@ impl EngineConfig {
             limits: ExecLimits::default(),
             rlimits: ChildRlimits::default(),
             clock: ClockSource::Real,
+            child_cgroups: true,
         }
     }
 }

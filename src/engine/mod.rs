@@ -27,11 +27,12 @@ use crate::journal::{
 };
 use crate::program::{CannotRun, HASH_SEED, Lang, Program};
 use crate::rewrite;
+use crate::sandbox::cgroups::ChildGroups;
 use crate::sandbox::pool::{ChildProc, Pool, RequestHold};
 use crate::sandbox::protocol::{
     ChildLimits, ChildOutcome, FrameError, FromChild, PendingCall, StartJob, ToChild, nonblocking,
 };
-use crate::sandbox::zygote::Supervisor;
+use crate::sandbox::zygote::{Launch, Supervisor};
 use crate::timing::step;
 
 mod config;
@@ -94,14 +95,42 @@ struct Stretch {
     allowance: Duration,
 }
 
+/// The children's control groups where the kernel and this process's
+/// rights allow them; said in the log either way.
+fn child_groups(memory_mb: u64) -> Option<Arc<ChildGroups>> {
+    let owner = crate::sandbox::isolation::zygote_ids();
+    match ChildGroups::prepare(owner) {
+        Ok(groups) => {
+            tracing::info!("sandbox: {}", groups.describe(memory_mb));
+            Some(groups)
+        }
+        Err(reason) => {
+            tracing::warn!(
+                "sandbox: NO control group per child ({reason}); memory is bounded by each child's address-space limit, parked memory read from /proc"
+            );
+            None
+        }
+    }
+}
+
 impl Engine {
     /// Starts the zygote and fills the pool.
     pub fn new(config: EngineConfig) -> Result<Arc<Engine>, EngineError> {
-        let supervisor = Supervisor::start(config.exe.clone(), config.rlimits.clone())
-            .map_err(|e| EngineError::Sandbox(format!("cannot start the zygote: {e}")))?;
+        let groups = if config.child_cgroups {
+            child_groups(config.rlimits.memory_mb)
+        } else {
+            tracing::info!("sandbox: no control group per child (--child-cgroups false)");
+            None
+        };
+        let supervisor = Supervisor::start(Launch {
+            exe: config.exe.clone(),
+            limits: config.rlimits.clone(),
+            groups: groups.clone(),
+        })
+        .map_err(|e| EngineError::Sandbox(format!("cannot start the zygote: {e}")))?;
         let pool = Pool::new(supervisor.clone(), config.pool_size);
         pool.refill();
-        let parked = parking::Parking::new(config.max_parked, config.max_parked_bytes);
+        let parked = parking::Parking::new(config.max_parked, config.max_parked_bytes, groups);
         Ok(Arc::new(Engine {
             config,
             pool,
@@ -116,6 +145,15 @@ impl Engine {
     /// replacement's first child is ready).
     pub fn sandbox_ready(&self) -> bool {
         self.pool.is_ready()
+    }
+
+    /// At the server's end: stops the zygote (its children die with it)
+    /// and removes the children's control groups.
+    pub fn shutdown(&self) {
+        self.supervisor.stop();
+        if let Some(groups) = self.supervisor.groups() {
+            groups.remove_all(Duration::from_secs(2));
+        }
     }
 
     /// How many zygotes have died since the start.
@@ -355,14 +393,17 @@ impl Engine {
         match self.config.clock {
             ClockSource::Fixed { wall0, step } => ClockBase {
                 wall: wall0 + step * round as f64,
-                mono: 1000.0 + step * round as f64,
+                mono: crate::journal::MONOTONIC_ORIGIN + step * round as f64,
             },
             ClockSource::Real => {
                 let wall = SystemTime::now()
                     .duration_since(UNIX_EPOCH)
                     .map_or(0.0, |d| d.as_secs_f64());
                 match history {
-                    None => ClockBase { wall, mono: 1000.0 },
+                    None => ClockBase {
+                        wall,
+                        mono: crate::journal::MONOTONIC_ORIGIN,
+                    },
                     Some((start, previous)) => ClockBase {
                         wall,
                         mono: (start.mono + (wall - start.wall)).max(previous.mono + 0.001),

@@ -38,6 +38,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::sandbox::cgroups::ChildGroups;
 use crate::sandbox::pool::ChildProc;
 
 /// Where a child is parked: its execution, the principal it runs for,
@@ -82,17 +83,25 @@ pub(super) struct Parking {
     max_bytes: u64,
     /// Whether the measurer runs.
     measuring: AtomicBool,
+    /// The children's control groups, where they have them: their memory
+    /// is then read from there, at every recheck.
+    groups: Option<Arc<ChildGroups>>,
 }
 
 impl Parking {
     /// Parking for at most `max_count` children and `max_bytes` of their
     /// private memory.
-    pub(super) fn new(max_count: usize, max_bytes: u64) -> Arc<Parking> {
+    pub(super) fn new(
+        max_count: usize,
+        max_bytes: u64,
+        groups: Option<Arc<ChildGroups>>,
+    ) -> Arc<Parking> {
         Arc::new(Parking {
             children: Mutex::new(HashMap::new()),
             max_count,
             max_bytes,
             measuring: AtomicBool::new(false),
+            groups,
         })
     }
 
@@ -140,7 +149,9 @@ impl Parking {
     /// are still parked (else the measurer stops).
     fn measure_once(&self) -> bool {
         for (id, pid, zygote) in self.due() {
-            let bytes = private_bytes(pid).or_else(|| anon_beyond(pid, zygote?));
+            let bytes = self
+                .group_bytes(pid)
+                .or_else(|| private_bytes(pid).or_else(|| anon_beyond(pid, zygote?)));
             self.measured(id, pid, bytes);
         }
         self.evict_running();
@@ -152,8 +163,15 @@ impl Parking {
         self.count() > 0 && !self.measuring.swap(true, Ordering::AcqRel)
     }
 
-    /// Reads the CPU time of the measured children not read for
-    /// [`RECHECK`], and evicts those that ran since their last reading.
+    /// A child's memory as its control group counts it (none without
+    /// groups).
+    fn group_bytes(&self, pid: i32) -> Option<u64> {
+        self.groups.as_ref()?.memory_bytes(pid)
+    }
+
+    /// Reads the CPU time (and, with control groups, the memory) of the
+    /// measured children not read for [`RECHECK`], and evicts those that
+    /// ran since their last reading.
     fn evict_running(&self) {
         let Ok(mut children) = self.children.lock() else {
             return;
@@ -166,10 +184,14 @@ impl Parking {
             if seen.elapsed() < RECHECK {
                 continue;
             }
-            match cpu_ticks(parked.child.pid()) {
+            let pid = parked.child.pid();
+            match cpu_ticks(pid) {
                 Some(now) if now > ticks + IDLE_TICKS => running.push(*id),
                 Some(now) => parked.cpu = Some((now, Instant::now())),
                 None => {}
+            }
+            if let Some(bytes) = self.group_bytes(pid) {
+                parked.bytes = Some(bytes);
             }
         }
         for id in &running {
@@ -179,8 +201,8 @@ impl Parking {
         if !running.is_empty() {
             metrics::counter!("baton_parked_children_running_total")
                 .increment(running.len() as u64);
-            metrics::gauge!("baton_parked_bytes").set(total(&children) as f64);
         }
+        self.within_budget(&mut children);
     }
 
     /// The unmeasured children parked for [`MEASURE_AFTER`] or longer.
@@ -208,9 +230,15 @@ impl Parking {
             }
             _ => return,
         }
+        self.within_budget(&mut children);
+    }
+
+    /// Evicts fairly until the measured children fit the memory budget
+    /// (one child alone is kept whatever it weighs).
+    fn within_budget(&self, children: &mut HashMap<[u8; 16], Parked>) {
         let mut evicted = 0;
-        while total(&children) > self.max_bytes && children.len() > 1 {
-            if !evict_fairly(&mut children, |p| (p.bytes.unwrap_or(0), 1)) {
+        while total(children) > self.max_bytes && children.len() > 1 {
+            if !evict_fairly(children, |p| (p.bytes.unwrap_or(0), 1)) {
                 break;
             }
             evicted += 1;
@@ -219,7 +247,7 @@ impl Parking {
             metrics::counter!("baton_parked_evictions_total").increment(evicted);
             tracing::debug!(evicted, "parked children over the memory budget evicted");
         }
-        metrics::gauge!("baton_parked_bytes").set(total(&children) as f64);
+        metrics::gauge!("baton_parked_bytes").set(total(children) as f64);
     }
 
     /// Takes the child of `id` parked after `rounds` completed rounds, if

@@ -54,6 +54,9 @@ pub struct Confinement {
     pub namespaces: bool,
     /// The zygote's uid and gid, which a child's ids map to.
     pub outer_ids: (u32, u32),
+    /// The server's control groups a child is moved into (none: no group
+    /// per child; see [`crate::sandbox::cgroups`]).
+    pub cgroups: Vec<std::path::PathBuf>,
 }
 
 impl Confinement {
@@ -70,6 +73,7 @@ impl Confinement {
             root_fd,
             namespaces,
             outer_ids: outer_ids(),
+            cgroups: Vec::new(),
         })
     }
 
@@ -133,6 +137,18 @@ impl Layers {
             abi => format!("Landlock ABI {abi} (files only)"),
         };
         format!("{namespaces}; {landlock}; seccomp allow list; no capabilities")
+    }
+}
+
+/// The uid and gid the zygote runs as: `nobody` when this process is root
+/// (a zygote started by root drops to it; where the kernel has no
+/// namespaces it stays root, which needs no ownership), else this
+/// process's own.
+pub fn zygote_ids() -> (u32, u32) {
+    if nix::unistd::geteuid().is_root() {
+        (NOBODY, NOBODY)
+    } else {
+        outer_ids()
     }
 }
 

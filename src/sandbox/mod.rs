@@ -4,6 +4,7 @@
 //! Invariant: Python never runs in the server process. The server only holds
 //! sockets to children and their pids, and can always kill a child.
 
+pub mod cgroups;
 pub mod fdpass;
 pub mod isolation;
 pub mod limits;

@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use crate::sandbox::cgroups::ChildGroups;
 use crate::sandbox::protocol::{FromChild, nonblocking};
 use crate::sandbox::zygote::{ForkedChild, Supervisor};
 
@@ -54,6 +55,17 @@ pub struct ChildKiller {
     /// Set when the child was killed because its execution ended (a
     /// cancel): what it was running must not be run again elsewhere.
     ended: AtomicBool,
+    /// Its control groups, removed once it is gone.
+    groups: Option<Arc<ChildGroups>>,
+}
+
+impl Drop for ChildKiller {
+    fn drop(&mut self) {
+        // The last handle on the child: its `ChildProc` killed it.
+        if let Some(groups) = &self.groups {
+            groups.release(self.pid);
+        }
+    }
 }
 
 impl ChildKiller {
@@ -118,7 +130,7 @@ impl ChildProc {
         unsafe { libc::poll(&mut poll, 1, 0) > 0 }
     }
 
-    fn from_forked(forked: ForkedChild) -> io::Result<ChildProc> {
+    fn from_forked(forked: ForkedChild, groups: Option<Arc<ChildGroups>>) -> io::Result<ChildProc> {
         let std_stream = std::os::unix::net::UnixStream::from(forked.socket);
         std_stream.set_nonblocking(true)?;
         Ok(ChildProc {
@@ -126,6 +138,7 @@ impl ChildProc {
             killer: Arc::new(ChildKiller {
                 pid: forked.pid,
                 pidfd: forked.pidfd,
+                groups,
                 ended: AtomicBool::new(false),
             }),
         })
@@ -248,7 +261,7 @@ impl Pool {
     /// Forks a child and waits until it has rehearsed and is ready.
     async fn fork(&self) -> io::Result<(u64, ChildProc)> {
         let (generation, forked) = self.fork_from_a_live_zygote().await?;
-        let mut child = ChildProc::from_forked(forked)?;
+        let mut child = ChildProc::from_forked(forked, self.supervisor.groups())?;
         let ready = tokio::time::timeout(
             READY_TIMEOUT,
             nonblocking::read_frame::<FromChild>(&mut child.stream),

@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use crate::sandbox::cgroups::ChildGroups;
 use crate::sandbox::fdpass::{ReceivedChild, recv_child};
 use crate::sandbox::limits::ChildRlimits;
 
@@ -48,24 +49,49 @@ pub struct Zygote {
     dead: AtomicBool,
 }
 
+/// How a zygote is started.
+pub struct Launch {
+    /// The binary to start it from.
+    pub exe: PathBuf,
+    /// The limits of its children.
+    pub limits: ChildRlimits,
+    /// The control groups of its children, where the kernel offers them.
+    pub groups: Option<Arc<ChildGroups>>,
+}
+
 impl Zygote {
-    /// Starts a zygote from `exe`; returns it and its process.
-    fn spawn(exe: &PathBuf, limits: &ChildRlimits, generation: u64) -> io::Result<(Zygote, Child)> {
+    /// Starts a zygote; returns it and its process.
+    fn spawn(launch: &Launch, generation: u64) -> io::Result<(Zygote, Child)> {
         let (server_end, zygote_end) = UnixStream::pair()?;
-        let process = Command::new(exe)
+        let limits = &launch.limits;
+        let mut command = Command::new(&launch.exe);
+        command
             .arg("zygote")
             .arg("--memory-mb")
             .arg(limits.memory_mb.to_string())
             .arg("--cpu-seconds")
             .arg(limits.cpu_seconds.to_string())
             .arg("--open-files")
-            .arg(limits.open_files.to_string())
+            .arg(limits.open_files.to_string());
+        for dir in launch.groups.iter().flat_map(|g| g.dirs()) {
+            command.arg("--cgroup").arg(dir);
+        }
+        let mut process = command
             .stdin(Stdio::from(OwnedFd::from(zygote_end)))
             .stdout(Stdio::null())
             .env_clear()
             .env("TZ", "UTC")
             .env("LANG", "C.UTF-8")
             .spawn()?;
+        if let Some(groups) = &launch.groups
+            && let Err(error) = groups.adopt_zygote(process.id())
+        {
+            let _gone = process.kill();
+            let _reaped = process.wait();
+            return Err(io::Error::other(format!(
+                "cannot move the zygote into its control group: {error}"
+            )));
+        }
         let zygote = Zygote {
             control: Mutex::new(server_end),
             pid: process.id(),
@@ -98,8 +124,7 @@ impl Zygote {
 
 /// Keeps a zygote running.
 pub struct Supervisor {
-    exe: PathBuf,
-    limits: ChildRlimits,
+    launch: Launch,
     current: Mutex<Arc<Zygote>>,
     stopping: AtomicBool,
     deaths: AtomicU64,
@@ -107,11 +132,10 @@ pub struct Supervisor {
 
 impl Supervisor {
     /// Starts the first zygote and the thread that watches it.
-    pub fn start(exe: PathBuf, limits: ChildRlimits) -> io::Result<Arc<Supervisor>> {
-        let (zygote, process) = Zygote::spawn(&exe, &limits, 1)?;
+    pub fn start(launch: Launch) -> io::Result<Arc<Supervisor>> {
+        let (zygote, process) = Zygote::spawn(&launch, 1)?;
         let supervisor = Arc::new(Supervisor {
-            exe,
-            limits,
+            launch,
             current: Mutex::new(Arc::new(zygote)),
             stopping: AtomicBool::new(false),
             deaths: AtomicU64::new(0),
@@ -129,6 +153,11 @@ impl Supervisor {
             .lock()
             .map(|zygote| zygote.clone())
             .map_err(|_| io::Error::other("zygote supervisor lock poisoned"))
+    }
+
+    /// The children's control groups, if they have them.
+    pub fn groups(&self) -> Option<Arc<ChildGroups>> {
+        self.launch.groups.clone()
     }
 
     /// How many zygotes have died.
@@ -168,7 +197,7 @@ impl Supervisor {
             "the sandbox zygote died; starting a new one (paused executions resume by replay)"
         );
         loop {
-            match Zygote::spawn(&self.exe, &self.limits, generation + 1) {
+            match Zygote::spawn(&self.launch, generation + 1) {
                 Ok((zygote, process)) => {
                     if let Ok(mut current) = self.current.lock() {
                         *current = Arc::new(zygote);

@@ -20,7 +20,7 @@ use crate::vm::host::{Host, WriteRefused};
 thread_local! {
     static HOST: RefCell<Option<Host>> = const { RefCell::new(None) };
     static WARMUP: RefCell<(Clock, Entropy)> = RefCell::new((
-        Clock::new(crate::journal::ClockBase { wall: 1_767_225_600.0, mono: 1000.0 }),
+        Clock::new(crate::journal::ClockBase { wall: 1_767_225_600.0, mono: crate::journal::MONOTONIC_ORIGIN }),
         Entropy::new([0; 32]),
     ));
     static CONTROL: RefCell<Option<ControlTypes>> = const { RefCell::new(None) };

@@ -26,15 +26,16 @@ pub fn native(defs: &[&'static PyModuleDef], name: &str) -> Option<&'static PyMo
 pub fn merge(
     ctx: &Context,
     native: &'static PyModuleDef,
-    ours: &'static [PyMethodDef],
+    ours: &[&'static [PyMethodDef]],
 ) -> &'static PyModuleDef {
+    let ours: Vec<&PyMethodDef> = ours.iter().flat_map(|defs| defs.iter()).collect();
     let mut methods: Vec<PyMethodDef> = native
         .methods
         .iter()
         .filter(|method| ours.iter().all(|own| own.name != method.name))
         .cloned()
         .collect();
-    methods.extend(ours.iter().cloned());
+    methods.extend(ours.iter().map(|own| (*own).clone()));
     let mut slots = PyModuleSlots::default();
     slots.exec = native.slots.exec;
     let def = PyModuleDef {

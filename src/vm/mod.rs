@@ -28,8 +28,9 @@ pub mod oom;
 pub mod panics;
 mod refused;
 mod replay;
+mod seeded_random;
 pub mod to_json;
-pub mod virtual_posix;
+mod virtual_posix;
 pub mod virtual_time;
 pub mod watchdog;
 
@@ -173,6 +174,8 @@ pub fn warm_up(vm: &VirtualMachine) -> Result<(), String> {
     let scope = vm.new_scope_with_builtins();
     let source = format!("import {}\n", WARM_MODULES.join(", "));
     run_python(vm, scope, &source, "<warm-up>")?;
+    virtual_posix::remember_result_types(vm).map_err(|e| format_exception(vm, e))?;
+    seeded_random::install(vm).map_err(|e| format_exception(vm, e))?;
     let scope = vm.new_scope_with_builtins();
     for (name, source) in [
         ("RUNTIME", RUNTIME_SOURCE),
@@ -284,10 +287,13 @@ fn format_exception(
 }
 
 /// The zygote's entry: build, warm, then fork children on request. Never returns.
-pub fn zygote_main(rlimits: ChildRlimits) -> ! {
+pub fn zygote_main(rlimits: ChildRlimits, cgroups: Vec<std::path::PathBuf>) -> ! {
     // Prepared while this process still has one thread.
     let confinement = match Confinement::prepare(rlimits) {
-        Ok(confinement) => confinement,
+        Ok(confinement) => Confinement {
+            cgroups,
+            ..confinement
+        },
         Err(error) => {
             eprintln!("baton zygote: cannot prepare the children's confinement: {error}");
             std::process::exit(1)
@@ -353,6 +359,22 @@ fn fork_child(
             child_main(vm, child_end, control_fd, confinement)
         }
         isolation::Cloned::Parent(pid, pidfd) => {
+            // In its groups before the server can send it a job.
+            let admitted = crate::sandbox::cgroups::admit_child(
+                &confinement.cgroups,
+                pid,
+                confinement.rlimits.memory_mb,
+            );
+            if let Err(error) = admitted {
+                // SAFETY: a signal to the child just cloned (ignored
+                // SIGCHLD: it is reaped by the kernel).
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+                return Err(io::Error::other(format!(
+                    "cannot put the child in its control group: {error}"
+                )));
+            }
             let sent = crate::sandbox::fdpass::send_child(
                 control,
                 server_end.as_raw_fd(),

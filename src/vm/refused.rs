@@ -53,30 +53,51 @@ refused! {
     remote_debugging_module = "_remote_debugging",
 }
 
-/// `_datetime`, whose `now()` and `today()` read the host's clock: its
-/// import fails by every route, so `datetime` is the pure-Python one
-/// (`_pydatetime`, on the virtual clock).
-#[pymodule(name = "_datetime")]
-mod datetime_module {
-    use rustpython_vm::builtins::PyModule;
-    use rustpython_vm::{Py, PyResult, VirtualMachine};
+/// Declares modules whose import fails by every route, each with the
+/// reason its error gives.
+macro_rules! failing {
+    ($($module:ident = $name:literal: $reason:literal),* $(,)?) => {
+        $(
+            #[pymodule(name = $name)]
+            mod $module {
+                use rustpython_vm::builtins::PyModule;
+                use rustpython_vm::{Py, PyResult, VirtualMachine};
 
-    pub(crate) fn module_exec(vm: &VirtualMachine, _module: &Py<PyModule>) -> PyResult<()> {
-        // `_imp.create_builtin` puts the module in `sys.modules` before
-        // this runs and leaves it there when this fails: take it out, so
-        // the next import fails too instead of finding it empty.
-        let modules = vm.sys_module.get_attr("modules", vm)?;
-        let _ = modules.del_item("_datetime", vm);
-        Err(vm.new_import_error(
-            "_datetime reads the host's clock: baton's datetime is the pure-Python one",
-            vm.ctx.new_str("_datetime"),
-        ))
-    }
+                pub(crate) fn module_exec(vm: &VirtualMachine, _module: &Py<PyModule>) -> PyResult<()> {
+                    super::fail_import(vm, $name, $reason)
+                }
+            }
+        )*
+
+        /// The modules whose import always fails.
+        pub(super) fn failing_defs(ctx: &Context) -> Vec<&'static PyModuleDef> {
+            vec![$($module::module_def(ctx)),*]
+        }
+    };
 }
 
-/// The modules whose import always fails.
-pub(super) fn failing_defs(ctx: &Context) -> Vec<&'static PyModuleDef> {
-    vec![datetime_module::module_def(ctx)]
+failing! {
+    // `now()` and `today()` read the host's clock: `datetime` is then the
+    // pure-Python one (`_pydatetime`, on the virtual clock).
+    datetime_module = "_datetime": "_datetime reads the host's clock: baton's datetime is the pure-Python one",
+    // `generate_time_safe` reads the host's clock and network card: `uuid`
+    // is then the pure-Python one (`uuid1` on the virtual clock, its node
+    // from the execution's entropy).
+    uuid_module = "_uuid": "_uuid reads the host's clock and network card: baton's uuid is the pure-Python one",
+}
+
+/// Fails the import of `name` with `reason`. `_imp.create_builtin` puts the
+/// module in `sys.modules` before its set-up runs and leaves it there when
+/// that fails: it is taken out, so the next import fails too instead of
+/// finding it empty.
+fn fail_import(
+    vm: &rustpython_vm::VirtualMachine,
+    name: &'static str,
+    reason: &'static str,
+) -> rustpython_vm::PyResult<()> {
+    let modules = vm.sys_module.get_attr("modules", vm)?;
+    let _ = modules.del_item(name, vm);
+    Err(vm.new_import_error(reason, vm.ctx.new_str(name)))
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ pub fn module_def(ctx: &Context, defs: &[&'static PyModuleDef]) -> Option<&'stat
     Some(merged_module::merge(
         ctx,
         native,
-        clock_functions::METHOD_DEFS,
+        &[clock_functions::METHOD_DEFS],
     ))
 }
 

@@ -83,20 +83,10 @@ impl Server {
 
     /// The pid of the server's zygote (its child that runs `zygote`).
     pub(crate) fn zygote_pid(&self) -> Option<i32> {
-        let server_pid = self.pid()?;
-        std::fs::read_dir("/proc").ok()?.find_map(|entry| {
-            let pid: i32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let ppid: u32 = stat
-                .rsplit(')')
-                .next()?
-                .split_whitespace()
-                .nth(1)?
-                .parse()
-                .ok()?;
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-            let is_zygote = cmdline.split(|b| *b == 0).any(|arg| arg == b"zygote");
-            (ppid == server_pid && is_zygote).then_some(pid)
+        let server_pid = i32::try_from(self.pid()?).ok()?;
+        children_of(server_pid).into_iter().find(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|cmdline| cmdline.split(|b| *b == 0).any(|arg| arg == b"zygote"))
         })
     }
 
@@ -558,3 +548,25 @@ pub(crate) const PROGRAMS: &[&str] = &[
     "a, b = await asyncio.gather(get_weather(city='Oslo'), get_weather(city='Rome'))\nc = await get_weather(city=a['city'] + b['city'])\nprint(sorted([a['temp'], b['temp'], c['temp']]))\n",
     "seen = {}\nasync def look(city):\n    w = await get_weather(city=city)\n    seen[city] = w['temp']\n    return w\nfor c in ['x', 'yy']:\n    await look(c)\nprint(seen, sum(seen.values()))\n",
 ];
+
+/// The processes whose parent is `parent`.
+pub(crate) fn children_of(parent: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let ppid: i32 = stat
+                .rsplit(')')
+                .next()?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            (ppid == parent).then_some(pid)
+        })
+        .collect()
+}
