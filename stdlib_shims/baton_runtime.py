@@ -1135,7 +1135,7 @@ _DENIED_OS = (
     "lchmod", "chown", "fchown", "lchown", "mkfifo", "mknod", "link", "symlink", "setuid", "setgid",
     "seteuid", "setegid", "setreuid", "setregid", "setresuid", "setresgid",
     "setgroups", "setsid", "setpgid", "setpgrp", "nice", "openpty", "login_tty",
-    "register_at_fork", "sched_setaffinity", "memfd_create", "dup", "dup2",
+    "sched_setaffinity", "memfd_create", "dup", "dup2",
     "pipe", "pipe2", "eventfd", "pidfd_open", "setpriority",
     "sched_setscheduler", "sched_setparam", "setns", "unshare",
 )
@@ -1348,6 +1348,98 @@ def _help(*args, **kwargs):
     return pydoc.help(*args, **kwargs)
 
 
+# ---------------------------------------------------------------- executors
+#
+# A child has no OS threads (RustPython is built without them, and the
+# system-call filter refuses new ones): `threading.Thread.start()` runs its
+# target inline. A thread pool does the same with each piece of work, at
+# once, in the calling thread, in submission order, so `ThreadPoolExecutor`,
+# `asyncio.to_thread` and `loop.run_in_executor` work, deterministically (a
+# replay runs the same work in the same order). A process pool is refused.
+# The CPython oracle runs the same pool (its loop cannot wait for a real
+# thread); `tests/executors.rs` compares both with CPython's real threads.
+
+
+def _inline_executor_class():
+    import concurrent.futures
+    import concurrent.futures.thread
+
+    pool = concurrent.futures.thread.ThreadPoolExecutor
+
+    class ThreadPoolExecutor(pool):
+        """A thread pool whose work runs at once, in the calling thread (its
+        initializer once, before the first piece of work)."""
+
+        def __init__(self, max_workers=None, thread_name_prefix="", initializer=None,
+                     initargs=(), **kwargs):
+            super().__init__(max_workers, thread_name_prefix, initializer, initargs, **kwargs)
+            self._first = None if initializer is None else (initializer, initargs)
+
+        def submit(self, fn, /, *args, **kwargs):
+            with self._shutdown_lock:
+                if self._broken:
+                    raise concurrent.futures.thread.BrokenThreadPool(self._broken)
+                if self._shutdown:
+                    raise RuntimeError("cannot schedule new futures after shutdown")
+            if self._first is not None:
+                (initializer, initargs), self._first = self._first, None
+                try:
+                    initializer(*initargs)
+                except _ControlExit:
+                    raise
+                except BaseException:
+                    self._broken = ("A thread initializer failed, the thread pool "
+                                    "is not usable anymore")
+                    raise concurrent.futures.thread.BrokenThreadPool(self._broken)
+            future = concurrent.futures.Future()
+            if future.set_running_or_notify_cancel():
+                try:
+                    result = fn(*args, **kwargs)
+                except _ControlExit:
+                    raise
+                except BaseException as exc:
+                    future.set_exception(exc)
+                else:
+                    future.set_result(result)
+            return future
+
+        def shutdown(self, wait=True, *, cancel_futures=False):
+            with self._shutdown_lock:
+                self._shutdown = True
+
+    ThreadPoolExecutor.__module__ = pool.__module__
+    return ThreadPoolExecutor
+
+
+class ProcessPoolExecutor:
+    """Refused: code cannot start processes."""
+
+    def __init__(self, *args, **kwargs):
+        raise PermissionError(
+            1, "ProcessPoolExecutor is not available in baton: code cannot start "
+               "processes; use ThreadPoolExecutor (its work runs inline)")
+
+
+def _condition_is_owned(self):
+    """A child has one thread: a condition's lock is its own while it is
+    held. (The interpreter's `RLock` has no `_is_owned`, and the fallback
+    of `threading.Condition`, which probes the lock by acquiring it, takes
+    a held re-entrant lock for a free one: `notify` then raised.)"""
+    return self._lock.locked()
+
+
+def _install_executors():
+    import concurrent.futures
+    import concurrent.futures.thread
+    if sys.implementation.name == "rustpython":
+        import threading
+        threading.Condition._is_owned = _condition_is_owned
+    inline = _inline_executor_class()
+    concurrent.futures.thread.ThreadPoolExecutor = inline
+    concurrent.futures.ThreadPoolExecutor = inline
+    concurrent.futures.ProcessPoolExecutor = ProcessPoolExecutor
+
+
 def install():
     """Once per interpreter, before any program: patch the modules."""
     _install_time()
@@ -1355,6 +1447,7 @@ def install():
     _install_entropy()
     _install_loop()
     json.JSONEncoder.default = _encoder_default
+    _install_executors()
     _install_fence()
     _install_workspace()
     _install_value_readers()

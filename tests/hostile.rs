@@ -295,6 +295,11 @@ const REFUSED: &[(&str, &str, &[&str])] = &[
         &["PermissionError"],
     ),
     ("setuid", "import os\nos.setuid(0)", &["PermissionError"]),
+    (
+        "a process pool",
+        "from concurrent.futures import ProcessPoolExecutor\nProcessPoolExecutor(2).submit(print, 1)",
+        &["PermissionError"],
+    ),
     // Limits the code might try to lift.
     (
         "raise the recursion limit",
@@ -373,6 +378,11 @@ const STOPPED: &[(&str, &str, &str)] = &[
     (
         "thread bomb",
         "import threading\nwhile True:\n    threading.Thread(target=lambda: None).start()\n",
+        "Time limit exceeded",
+    ),
+    (
+        "a pool's work that never ends (the time limit is not a result it keeps)",
+        "from concurrent.futures import ThreadPoolExecutor\ndef spin():\n    while True:\n        pass\nf = ThreadPoolExecutor().submit(spin)\nprint('escaped', f)\n",
         "Time limit exceeded",
     ),
     (

@@ -86,9 +86,15 @@ pub(crate) fn token(sub: &str, tenant: &str) -> String {
     )
 }
 
-/// Installs the harness's packages when they are missing (`npm ci`).
+/// Installs the harness's packages when they are missing (`npm ci`),
+/// under a lock: the tests of this file run as processes at once, and one
+/// `npm ci` clears `node_modules` while another test reads it.
 pub(crate) fn install_harness() -> PathBuf {
     let harness = root().join("tests/librechat");
+    let lock_file = std::fs::File::create(harness.join(".install.lock"))
+        .unwrap_or_else(|e| panic!("cannot create the install lock: {e}"));
+    let _locked = nix::fcntl::Flock::lock(lock_file, nix::fcntl::FlockArg::LockExclusive)
+        .unwrap_or_else(|(_, e)| panic!("cannot take the install lock: {e}"));
     let installed = ["@librechat/agents", "axios", "form-data"]
         .iter()
         .all(|package| harness.join("node_modules").join(package).is_dir());

@@ -334,6 +334,7 @@ def main():
     # the runtime's fence takes the raw posix functions importlib uses.
     import _strptime, calendar, locale, string, textwrap  # noqa: F401
     import shutil, tempfile, zipfile, tarfile, glob, fnmatch, pathlib, csv, gzip  # noqa: F401
+    import concurrent.futures.thread  # noqa: F401
     for name in ("baton_workspace", "baton_contract", "baton_runtime"):
         source = open(os.path.join(ROOT, "stdlib_shims", name + ".py")).read()
         module = types.ModuleType(name)
