@@ -8,8 +8,14 @@ of request for both builds (ms) and their ratio.
 Alternating every request, not every run, keeps the machine's drift (which
 moves a run's medians by ±10-15% here) out of the comparison.
 
+Also prints the CPU time the server process and its zygote took per
+iteration (from `/proc/<pid>/stat`), for each build: the zygote's includes
+forking each child (and, with control groups, making its group).
+
 Usage: python3 benches/interleaved.py <before baton> <after baton> [iterations]
-(standard library only).
+(standard library only). Extra flags for either server:
+`BATON_INTERLEAVED_BEFORE_ARGS`, `BATON_INTERLEAVED_AFTER_ARGS` (split on
+spaces), e.g. the same binary twice with `--child-cgroups false` before.
 """
 
 import http.client
@@ -38,12 +44,39 @@ def free_port():
         return s.getsockname()[1]
 
 
+def cpu_seconds(pid):
+    """User and system CPU time of a process, seconds (0 when gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def zygote_of(pid):
+    """The pid of the server's `zygote` child."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                is_zygote = b"zygote" in f.read().split(b"\0")
+        except OSError:
+            continue
+        if ppid == pid and is_zygote:
+            return int(entry)
+    return None
+
+
 class Server:
-    def __init__(self, binary, data):
+    def __init__(self, binary, data, extra=()):
         self.port = free_port()
         self.process = subprocess.Popen(
             [binary, "serve", "--listen", f"127.0.0.1:{self.port}", "--data-dir",
-             os.path.join(data, "store"), "--api-key", "bench-key"],
+             os.path.join(data, "store"), "--api-key", "bench-key", *extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for _ in range(300):
             try:
@@ -55,6 +88,11 @@ class Server:
                 pass
             time.sleep(0.1)
         self.connection = http.client.HTTPConnection("127.0.0.1", self.port)
+        self.zygote = zygote_of(self.process.pid)
+
+    def cpu(self):
+        """CPU seconds of the server and of its zygote so far."""
+        return cpu_seconds(self.process.pid), cpu_seconds(self.zygote)
 
     def post(self, path, body):
         """The reply and the time it took, ms."""
@@ -90,10 +128,16 @@ def main():
     before, after = sys.argv[1], sys.argv[2]
     iterations = int(sys.argv[3]) if len(sys.argv) > 3 else 100
     times = {build: {kind: [] for kind in KINDS} for build in ("before", "after")}
+    extra = {build: os.environ.get(f"BATON_INTERLEAVED_{build.upper()}_ARGS", "").split()
+             for build in ("before", "after")}
+    cpu = {}
     with tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as two:
-        servers = {"before": Server(before, one), "after": Server(after, two)}
+        servers = {"before": Server(before, one, extra["before"]),
+                   "after": Server(after, two, extra["after"])}
         try:
             for iteration in range(iterations + 3):
+                if iteration == 3:
+                    cpu = {build: server.cpu() for build, server in servers.items()}
                 order = ["before", "after"] if iteration % 2 == 0 else ["after", "before"]
                 replies = {build: None for build in order}
                 for kind, step in zip(KINDS, steps()):
@@ -108,6 +152,8 @@ def main():
                     if kind == "continue → completed":
                         for build in order:
                             assert replies[build]["stdout"] == "SF 1\n", replies[build]
+            cpu = {build: tuple((b - a) * 1e3 / iterations for a, b in zip(cpu[build], server.cpu()))
+                   for build, server in servers.items()}
         finally:
             for server in servers.values():
                 server.stop()
@@ -118,6 +164,12 @@ def main():
         bm, am = statistics.median(b), statistics.median(a)
         b90, a90 = statistics.quantiles(b, n=10)[-1], statistics.quantiles(a, n=10)[-1]
         print(f"| {kind} | {bm:.2f} | {am:.2f} | {am / bm:.2f} | {b90:.2f} | {a90:.2f} |")
+    print()
+    print("| CPU per iteration (ms) | before | after | after / before |")
+    print("|---|---|---|---|")
+    for index, name in enumerate(("server", "zygote")):
+        b, a = cpu["before"][index], cpu["after"][index]
+        print(f"| {name} | {b:.2f} | {a:.2f} | {a / b if b else float('nan'):.2f} |")
 
 
 if __name__ == "__main__":

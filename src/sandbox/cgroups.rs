@@ -8,11 +8,10 @@
 //! `cpu.stat`) or a v1 one (`memory.limit_in_bytes`,
 //! `memory.usage_in_bytes`, `pids.max`, `cpuacct.usage`); a hybrid machine
 //! mixes both. In each such hierarchy it makes a group of its own,
-//! `baton-<server pid>` beside or below its own group (a v2 group that
-//! still holds processes cannot pass controllers down, so a server alone
-//! in its group first moves into a leaf `baton-<pid>-server`), owned by the
-//! zygote's user; the zygote is moved into `zygote` inside it. For every
-//! child it forks, the zygote makes `c<pid>` there, writes the limits, and
+//! `baton-<server pid>`, in its own group (or, on v2, beside it when its
+//! own holds processes and its parent passes the controllers down: the
+//! server never moves itself), owned by the zygote's user; the zygote is
+//! moved into `zygote` inside it. For every child it forks, the zygote makes `c<pid>` there, writes the limits, and
 //! moves the child in before the server ever sees the child, so no job runs
 //! outside its group. The server removes a child's groups once the child
 //! is gone (one reaper thread; a group with a live task cannot be
@@ -86,10 +85,10 @@ impl ChildGroups {
         let mut hierarchies = Vec::new();
         let mut stale = Vec::new();
         for (group, found) in found.into_iter().map(|h| (h.dir.clone(), h)) {
-            stale.extend(remove_stale(&group));
-            let made = make_server_group(&group, &found, owner)
-                .map_err(|e| format!("cannot make a group in {}: {e}", group.display()))?;
+            let (made, left) = make_server_group(&group, &found, owner)
+                .map_err(|e| format!("cannot make a group beside {}: {e}", group.display()))?;
             hierarchies.push(made);
+            stale.extend(left);
         }
         let groups = Arc::new(ChildGroups {
             hierarchies,
@@ -360,16 +359,17 @@ fn own_dir(mount_point: &str, root: &str, own: &str, unified: bool, key: &str) -
 }
 
 /// Makes `baton-<pid>` and its zygote group in the hierarchy whose own
-/// group is `group`, owned by `owner`; in the unified hierarchy it first
-/// passes the controllers down (moving this process into a leaf of its own
-/// if it is alone in its group).
-fn make_server_group(group: &Path, found: &Hierarchy, owner: (u32, u32)) -> io::Result<Hierarchy> {
-    let pid = std::process::id();
-    let parent = group.to_path_buf();
-    if found.unified {
-        pass_controllers_down(&parent, &found.controllers)?;
-    }
-    let dir = parent.join(format!("baton-{pid}"));
+/// group is `group` (in it, or beside it: see [`where_to_make`]), owned by
+/// `owner`, after removing what servers that are gone left there; returns
+/// it, and the groups left that are not removable yet.
+fn make_server_group(
+    group: &Path,
+    found: &Hierarchy,
+    owner: (u32, u32),
+) -> io::Result<(Hierarchy, Vec<PathBuf>)> {
+    let parent = where_to_make(group, found)?;
+    let stale = remove_stale(&parent);
+    let dir = parent.join(format!("baton-{}", std::process::id()));
     let _stale = std::fs::remove_dir(&dir);
     std::fs::create_dir(&dir)?;
     let made = (|| {
@@ -383,32 +383,40 @@ fn make_server_group(group: &Path, found: &Hierarchy, owner: (u32, u32)) -> io::
         remove_tree(&dir);
         return Err(error);
     }
-    Ok(Hierarchy {
+    let hierarchy = Hierarchy {
         dir,
         unified: found.unified,
         controllers: found.controllers.clone(),
-    })
+    };
+    Ok((hierarchy, stale))
 }
 
-/// Enables `controllers` for the children of the unified group `parent`;
-/// a group holding processes cannot, so a server alone in it moves into a
-/// leaf `baton-<pid>-server` first.
-fn pass_controllers_down(parent: &Path, controllers: &[&str]) -> io::Result<()> {
-    if enable_controllers(parent, controllers).is_ok() {
-        return Ok(());
+/// Where the server's group goes. A v1 hierarchy: in the server's own
+/// group. The unified one passes controllers down only from a group that
+/// holds no process (the root excepted): in the server's own group when it
+/// can enable them there (the root group, a group of its own), else beside
+/// it when its parent already passes them down (a delegated group whose
+/// processes live in a leaf: systemd's `Delegate=yes` with
+/// `DelegateSubgroup=`). The server never moves itself: a group changed
+/// under a service manager could keep the manager from starting it again.
+fn where_to_make(group: &Path, found: &Hierarchy) -> io::Result<PathBuf> {
+    if !found.unified || enable_controllers(group, &found.controllers).is_ok() {
+        return Ok(group.to_path_buf());
     }
-    let procs = std::fs::read_to_string(parent.join("cgroup.procs"))?;
-    let pid = std::process::id().to_string();
-    if procs.lines().any(|p| p.trim() != pid) {
-        return Err(io::Error::other(
-            "the server's cgroup holds other processes; give baton a cgroup of its own",
-        ));
+    let parent = group
+        .parent()
+        .ok_or_else(|| io::Error::other("no parent group"))?;
+    let passed = std::fs::read_to_string(parent.join("cgroup.subtree_control"))?;
+    if found
+        .controllers
+        .iter()
+        .all(|c| passed.split_whitespace().any(|p| p == *c))
+    {
+        return Ok(parent.to_path_buf());
     }
-    let leaf = parent.join(format!("baton-{pid}-server"));
-    let _stale = std::fs::remove_dir(&leaf);
-    std::fs::create_dir(&leaf)?;
-    std::fs::write(leaf.join("cgroup.procs"), &pid)?;
-    enable_controllers(parent, controllers)
+    Err(io::Error::other(
+        "the server's cgroup (v2) holds processes and its parent does not pass the memory and pids controllers down: delegate a cgroup to baton (systemd: Delegate=yes with DelegateSubgroup=), or run it in a group of its own",
+    ))
 }
 
 fn enable_controllers(group: &Path, controllers: &[&str]) -> io::Result<()> {
@@ -455,7 +463,6 @@ fn remove_stale(group: &Path) -> Vec<PathBuf> {
         let Some(pid) = name
             .to_str()
             .and_then(|n| n.strip_prefix("baton-"))
-            .and_then(|n| n.strip_suffix("-server").or(Some(n)))
             .and_then(|n| n.parse::<u32>().ok())
         else {
             continue;
