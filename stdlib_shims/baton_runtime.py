@@ -420,6 +420,11 @@ class ToolCall:
     def __getitem__(self, key):
         return self.result()[key]
 
+    # Defined on the class, not only forwarded: `{**call}` and `dict(call)`
+    # look for `keys` on the type to take a value for a mapping.
+    def keys(self):
+        return self.result().keys()
+
     def __iter__(self):
         return iter(self.result())
 
