@@ -801,10 +801,12 @@ async fn a_run_time_a_child_reports_is_not_believed() {
         "{step:?} {}",
         record.stderr
     );
-    // The frame said 1 µs; the server charges what it saw pass (the
-    // start's own setup aside: at least half of the wall time).
+    // The frame said 1 µs; the server charges what it saw pass: 3 million
+    // iterations take well over 50 ms anywhere. (Not a share of the wall
+    // time: on a loaded machine the start's own setup, a fork waited for,
+    // can take most of it.)
     assert!(
-        u128::from(record.used_ms) * 2000 >= elapsed.as_micros() && record.used_ms >= 50,
+        record.used_ms >= 50,
         "charged {} ms for a start of {elapsed:?}",
         record.used_ms
     );
