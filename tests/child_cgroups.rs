@@ -14,7 +14,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::server::{Server, children_of, continue_, counter};
+use common::server::{Server, children_of, continue_, counter, eventually};
 use serde_json::{Value, json};
 
 const MIB: u64 = 1 << 20;
@@ -69,14 +69,6 @@ fn server_groups(server: u32) -> Vec<PathBuf> {
 fn hierarchy_with<'a>(dirs: &'a [PathBuf], files: &[&str]) -> Option<&'a PathBuf> {
     dirs.iter()
         .find(|dir| files.iter().any(|f| dir.join("zygote").join(f).exists()))
-}
-
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting: {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 const TOOLS: &str = r#"[{"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]"#;
@@ -172,9 +164,10 @@ fn a_parked_childs_memory_is_what_its_group_holds() {
     let memory = hierarchy_with(&groups, &["memory.max", "memory.limit_in_bytes"])
         .unwrap_or_else(|| panic!("no memory group among {groups:?}"))
         .clone();
-    wait_for("the parked child measured", || {
-        counter(&server, "baton_parked_bytes") >= (40 * MIB) as f64
-    });
+    assert!(
+        eventually(|| counter(&server, "baton_parked_bytes") >= (40 * MIB) as f64),
+        "timed out waiting: the parked child measured"
+    );
     let held: u64 = children_of(zygote)
         .iter()
         .filter_map(|child| {
@@ -214,18 +207,24 @@ fn groups_go_with_their_children_and_their_server() {
     let busy = "n = 0\nfor i in range(3_000_000):\n    n += i\nprint(n)";
     let done = start(&server, busy);
     assert_eq!(done["stdout"], "4499998500000\n", "{done}");
-    wait_for("the ended child's CPU time counted", || {
-        counter(&server, "baton_children_cpu_microseconds_total") - before >= 50_000.0
-    });
+    assert!(
+        eventually(|| {
+            counter(&server, "baton_children_cpu_microseconds_total") - before >= 50_000.0
+        }),
+        "timed out waiting: the ended child's CPU time counted"
+    );
     // Only the live children keep groups: the pool's one, at most two
     // while it refills.
     let zygote = server.zygote_pid().unwrap_or_default();
-    wait_for("the ended child's group removed", || {
-        groups.iter().all(|g| {
-            let live = children_of(zygote);
-            child_groups(g).iter().all(|pid| live.contains(pid))
-        })
-    });
+    assert!(
+        eventually(|| {
+            groups.iter().all(|g| {
+                let live = children_of(zygote);
+                child_groups(g).iter().all(|pid| live.contains(pid))
+            })
+        }),
+        "timed out waiting: the ended child's group removed"
+    );
     assert!(server.terminate(), "the server did not stop cleanly");
     let left: Vec<PathBuf> = groups.iter().filter(|g| g.exists()).cloned().collect();
     assert!(left.is_empty(), "left after a clean stop: {left:?}");
@@ -235,9 +234,10 @@ fn groups_go_with_their_children_and_their_server() {
     let killed = server.pid().unwrap_or_default();
     assert!(!server_groups(killed).is_empty());
     server.restart();
-    wait_for("a killed server's groups removed at the next start", || {
-        server_groups(killed).is_empty()
-    });
+    assert!(
+        eventually(|| server_groups(killed).is_empty()),
+        "timed out waiting: a killed server's groups removed at the next start"
+    );
 }
 
 /// The pids whose groups (`c<pid>`) are in a server's group `dir`.

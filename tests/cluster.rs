@@ -24,7 +24,7 @@ use std::path::Path;
 
 use common::postgres::{Postgres, free_port};
 use common::server::{
-    PROGRAMS, Server, answers, continue_, counter, cpython_stdout, weather_tools,
+    PROGRAMS, Server, answers, continue_, counter, cpython_stdout, eventually, weather_tools,
 };
 use serde_json::{Value, json};
 
@@ -293,17 +293,6 @@ fn a_node_that_cannot_be_reached_is_replaced_and_its_stale_child_never_resumed()
     }
     assert_eq!(cluster.counter(FORWARDED), 0.0);
     assert!(cluster.counter(SERVED_HERE) >= 3.0);
-}
-
-/// Polls `check` every 100 ms for up to 10 s; whether it held.
-fn eventually(mut check: impl FnMut() -> bool) -> bool {
-    for _ in 0..100 {
-        if check() {
-            return true;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    false
 }
 
 fn parked(node: &Server) -> u64 {

@@ -91,14 +91,11 @@ impl BodyBudget {
         let Ok(mut held) = self.held.lock() else {
             return false;
         };
-        let holding = held.entry(owner).or_insert(0);
+        let holding = held.get(&owner).copied().unwrap_or(0);
         if holding.saturating_add(units) > self.share_units {
-            if *holding == 0 {
-                held.remove(&owner);
-            }
             return false;
         }
-        *holding += units;
+        held.insert(owner, holding + units);
         true
     }
 

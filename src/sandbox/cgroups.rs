@@ -63,7 +63,7 @@ struct Hierarchy {
 pub struct ChildGroups {
     hierarchies: Vec<Hierarchy>,
     /// Children whose groups wait to be removed.
-    gone: Arc<Mutex<Vec<i32>>>,
+    gone: Mutex<Vec<i32>>,
     /// Groups of servers that are gone, removed once their last children
     /// are (a server killed just before this one started leaves children
     /// dying for a moment).
@@ -92,7 +92,7 @@ impl ChildGroups {
         }
         let groups = Arc::new(ChildGroups {
             hierarchies,
-            gone: Arc::new(Mutex::new(Vec::new())),
+            gone: Mutex::new(Vec::new()),
             stale: Mutex::new(stale),
         });
         spawn_reaper(Arc::downgrade(&groups));
@@ -208,16 +208,18 @@ impl ChildGroups {
     /// group it made, waiting up to `wait` for the children to be gone.
     pub fn remove_all(&self, wait: Duration) {
         let deadline = std::time::Instant::now() + wait;
-        loop {
-            for hierarchy in &self.hierarchies {
-                remove_tree(&hierarchy.dir);
-            }
-            let left = self.hierarchies.iter().any(|h| h.dir.exists());
-            if !left || std::time::Instant::now() >= deadline {
-                return;
-            }
+        while self.remove_server_groups() && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Removes the server's groups and the empty ones in them; whether
+    /// any is left (a child still ending).
+    fn remove_server_groups(&self) -> bool {
+        for hierarchy in &self.hierarchies {
+            remove_tree(&hierarchy.dir);
+        }
+        self.hierarchies.iter().any(|h| h.dir.exists())
     }
 
     /// Removes a child's group from every hierarchy; whether none is left.
@@ -234,9 +236,7 @@ impl ChildGroups {
 
 impl Drop for ChildGroups {
     fn drop(&mut self) {
-        for hierarchy in &self.hierarchies {
-            remove_tree(&hierarchy.dir);
-        }
+        let _left = self.remove_server_groups();
     }
 }
 

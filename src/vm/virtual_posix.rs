@@ -30,8 +30,19 @@ use super::merged_module;
 /// build's).
 pub(super) const UNAME: [&str; 4] = ["Linux", "baton", "6.0.0", "#1 SMP"];
 
+/// The result types the virtual functions build, in the order of
+/// [`ResultType`].
+const RESULT_TYPE_NAMES: [&str; 2] = ["times_result", "uname_result"];
+
+/// A result type of `posix` (an index into [`RESULT_TYPE_NAMES`]).
+#[derive(Clone, Copy)]
+enum ResultType {
+    Times = 0,
+    Uname = 1,
+}
+
 thread_local! {
-    /// `posix.times_result` and `posix.uname_result`, taken at warm-up.
+    /// The types [`RESULT_TYPE_NAMES`] names, taken at warm-up.
     static RESULT_TYPES: RefCell<Option<[PyObjectRef; 2]>> = const { RefCell::new(None) };
 }
 
@@ -39,18 +50,20 @@ thread_local! {
 /// virtual ones build.
 pub(super) fn remember_result_types(vm: &VirtualMachine) -> PyResult<()> {
     let posix = vm.import("posix", 0)?;
-    let types = [
-        posix.get_attr("times_result", vm)?,
-        posix.get_attr("uname_result", vm)?,
-    ];
+    let [times, uname] = RESULT_TYPE_NAMES;
+    let types = [posix.get_attr(times, vm)?, posix.get_attr(uname, vm)?];
     RESULT_TYPES.with(|slot| *slot.borrow_mut() = Some(types));
     Ok(())
 }
 
-/// A `times_result` (`which` 0) or `uname_result` (1) of `fields`.
-fn result_of(which: usize, fields: PyObjectRef, vm: &VirtualMachine) -> PyResult {
+/// A result of type `kind` holding `fields`.
+fn result_of(kind: ResultType, fields: PyObjectRef, vm: &VirtualMachine) -> PyResult {
     let class = RESULT_TYPES
-        .with(|slot| slot.borrow().as_ref().map(|types| types[which].clone()))
+        .with(|slot| {
+            slot.borrow()
+                .as_ref()
+                .map(|types| types[kind as usize].clone())
+        })
         .ok_or_else(|| vm.new_system_error("posix result types not taken at warm-up"))?;
     class.call((fields,), vm)
 }
@@ -166,7 +179,7 @@ pub(crate) mod identity_functions {
     use rustpython_vm::function::OptionalArg;
     use rustpython_vm::{PyResult, VirtualMachine};
 
-    use super::{UNAME, result_of};
+    use super::{ResultType, UNAME, result_of};
     use crate::journal::MONOTONIC_ORIGIN;
     use crate::vm::bridge::{draw_entropy, read_clock};
 
@@ -204,14 +217,14 @@ pub(crate) mod identity_functions {
     fn times(vm: &VirtualMachine) -> PyResult {
         let now = read_clock(1);
         let fields = (now - MONOTONIC_ORIGIN, 0.0, 0.0, 0.0, now);
-        result_of(0, vm.new_tuple(fields).into(), vm)
+        result_of(ResultType::Times, vm.new_tuple(fields).into(), vm)
     }
 
     #[pyfunction]
     fn uname(vm: &VirtualMachine) -> PyResult {
         let [system, host, release, version] = UNAME;
         let fields = (system, host, release, version, std::env::consts::ARCH);
-        result_of(1, vm.new_tuple(fields).into(), vm)
+        result_of(ResultType::Uname, vm.new_tuple(fields).into(), vm)
     }
 }
 

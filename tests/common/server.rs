@@ -570,3 +570,14 @@ pub(crate) fn children_of(parent: i32) -> Vec<i32> {
         })
         .collect()
 }
+
+/// Polls `check` every 100 ms for up to 10 s; whether it held.
+pub(crate) fn eventually(mut check: impl FnMut() -> bool) -> bool {
+    for _ in 0..100 {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
