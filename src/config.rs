@@ -87,6 +87,13 @@ pub mod defaults {
     /// Seconds a call waits for a busy runtime session (the official Code
     /// API's wait).
     pub const RUNTIME_SESSION_WAIT_SECS: u64 = 15;
+    /// How long a Python session lives after its last cell, seconds (when
+    /// its creation does not say).
+    pub const SESSION_TTL_SECS: u64 = 3600;
+    /// The longest `ttl_seconds` a session may ask for.
+    pub const SESSION_MAX_TTL_SECS: u64 = 86_400;
+    /// Cells one Python session may hold.
+    pub const SESSION_MAX_CELLS: u32 = 64;
     /// Seconds session files are kept.
     pub const FILE_TTL_SECS: u64 = 86_400;
     /// Seconds between sweeps.
@@ -342,6 +349,18 @@ pub struct ServeArgs {
     /// between requests (then it is closed).
     #[arg(long, env = "BATON_HEADER_TIMEOUT_SECS", default_value_t = defaults::HEADER_TIMEOUT_SECS)]
     pub header_timeout_secs: u64,
+    /// Seconds a Python session (`POST /sessions`) lives after its last
+    /// cell when its creation gives no `ttl_seconds`.
+    #[arg(long, env = "BATON_SESSION_TTL_SECS", default_value_t = defaults::SESSION_TTL_SECS)]
+    pub session_ttl_secs: u64,
+    /// The largest `ttl_seconds` a Python session may ask for (also capped
+    /// by `--file-ttl-secs`: its files must outlive it).
+    #[arg(long, env = "BATON_SESSION_MAX_TTL_SECS", default_value_t = defaults::SESSION_MAX_TTL_SECS)]
+    pub session_max_ttl_secs: u64,
+    /// Cells one Python session may hold (a cell past them: 409
+    /// `session_full`).
+    #[arg(long, env = "BATON_SESSION_MAX_CELLS", default_value_t = defaults::SESSION_MAX_CELLS)]
+    pub session_max_cells: u32,
     /// How long session files (uploaded or produced) are kept, in seconds.
     #[arg(long, env = "BATON_FILE_TTL_SECS", default_value_t = defaults::FILE_TTL_SECS)]
     pub file_ttl_secs: u64,

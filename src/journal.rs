@@ -36,6 +36,9 @@ pub const FORMAT_VERSION: u16 = 5;
 /// The format of a start part that names read-only files (written only
 /// then, so that other records stay readable by builds before it).
 pub const READ_ONLY_VERSION: u16 = 6;
+/// The format of a start part of a session's cell (written only for
+/// cells: every other record stays 5 or 6).
+pub const CELL_VERSION: u16 = 7;
 /// The first format of record parts (read: its parts have no extension).
 pub const FIRST_PARTS_VERSION: u16 = 4;
 /// The last format that stored a record whole (read, and written only by
@@ -224,6 +227,72 @@ pub struct ExecutionRecord {
     /// (progress part's extension); empty for what earlier formats stored.
     #[serde(skip)]
     pub round_times: RoundTimes,
+    /// The session and place of a session's cell (`None` for any other
+    /// execution). Format 7 (start part's extension).
+    #[serde(skip)]
+    pub cell: Option<SessionCell>,
+    /// A cell's global names at its end, as its child reported them (not
+    /// stored with the record; the session keeps them).
+    #[serde(skip)]
+    pub names: Vec<NameInfo>,
+}
+
+/// An ended cell of a session, as a later cell's cold start runs it again:
+/// its record (rounds all answered) and how it ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EndedCell {
+    /// Its record.
+    pub record: ExecutionRecord,
+    /// `None` when it completed, else the code's own failure (an exception
+    /// or an exit).
+    pub ended: Option<crate::failure::Failure>,
+}
+
+/// A global name a session's cell left, as `GET /sessions/{id}` shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NameInfo {
+    /// The name.
+    pub name: String,
+    /// Its value's type name.
+    pub ty: String,
+    /// Its value's `repr` (builtin plain values only, at most 200
+    /// characters), else a description that ran no user code.
+    pub repr: String,
+}
+
+/// The most names a cell reports.
+pub const MAX_NAMES: usize = 500;
+/// The most characters of a name, type or repr a cell reports.
+pub const MAX_NAME_TEXT: usize = 200;
+
+impl NameInfo {
+    /// A name with each text cut to [`MAX_NAME_TEXT`] characters.
+    pub fn cut(name: String, ty: String, repr: String) -> NameInfo {
+        let cut = |text: String| match text.char_indices().nth(MAX_NAME_TEXT) {
+            Some((at, _)) => text[..at].to_owned(),
+            None => text,
+        };
+        NameInfo {
+            name: cut(name),
+            ty: cut(ty),
+            repr: cut(repr),
+        }
+    }
+}
+
+/// Where a cell stands in its session: what its program is built with so
+/// that its sites and marker are the same on every run of it, hot or cold.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionCell {
+    /// The session's id.
+    pub session: [u8; 16],
+    /// The cell's number in its session, from 1.
+    pub index: u32,
+    /// The id of its first call site: the sites of the earlier cells.
+    pub site_base: u32,
+    /// The global name its call sites are reached by (never an earlier
+    /// cell's).
+    pub marker: String,
 }
 
 /// When each round was paused and answered, wall-clock milliseconds since
@@ -429,6 +498,8 @@ pub(crate) mod tests {
             contracts: Default::default(),
             owner: [0; 8],
             round_times: RoundTimes::default(),
+            cell: None,
+            names: Vec::new(),
         }
     }
 

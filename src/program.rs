@@ -141,6 +141,17 @@ pub struct Program {
     pub read_only: Vec<String>,
     /// Directories of the workspace beside those of its files.
     pub directories: Vec<String>,
+    /// Its place in a session, when it is a session's cell: the runtime
+    /// runs it in the globals the earlier cells left.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<CellPlace>,
+}
+
+/// A cell's place in its session, as the runtime reads it.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct CellPlace {
+    /// Its number, from 1.
+    pub cell: u32,
 }
 
 impl Program {
@@ -153,14 +164,48 @@ impl Program {
         argv: &[String],
         direct_only: &[String],
     ) -> Result<Program, CannotRun> {
+        Program::build_with(source, tools, limits, argv, direct_only, None)
+    }
+
+    /// [`Program::build`] for the cell `cell` of a session: its sites are
+    /// named by `cell`'s marker and numbered after the earlier cells'.
+    pub fn build_cell(
+        source: &str,
+        tools: &[ToolDef],
+        limits: ProgramLimits,
+        direct_only: &[String],
+        cell: &crate::journal::SessionCell,
+    ) -> Result<Program, CannotRun> {
+        let naming = rewrite::CellNaming {
+            marker: &cell.marker,
+            site_base: cell.site_base as usize,
+        };
+        let mut program =
+            Program::build_with(source, tools, limits, &[], direct_only, Some(naming))?;
+        program.session = Some(CellPlace { cell: cell.index });
+        Ok(program)
+    }
+
+    fn build_with(
+        source: &str,
+        tools: &[ToolDef],
+        limits: ProgramLimits,
+        argv: &[String],
+        direct_only: &[String],
+        naming: Option<rewrite::CellNaming<'_>>,
+    ) -> Result<Program, CannotRun> {
         let bindings = rewrite::bind_tools(tools).map_err(|e| (e.to_string(), String::new()))?;
-        let rewritten = match rewrite::rewrite(source, &bindings) {
+        let rewritten = match naming {
+            Some(naming) => rewrite::rewrite_cell(source, &bindings, naming),
+            None => rewrite::rewrite(source, &bindings),
+        };
+        let rewritten = match rewritten {
             Ok(rewritten) => rewritten,
             // The child compiles the user's own source and reports the error
             // exactly as the VM does (CPython's messages and layout).
             Err(RewriteError::Syntax { .. } | RewriteError::TooDeep { .. }) => rewrite::Rewritten {
                 source: source.to_owned(),
-                marker: "_B".to_owned(),
+                marker: naming.map_or("_B", |n| n.marker).to_owned(),
                 sites: Vec::new(),
             },
             Err(other) => return Err((other.to_string(), String::new())),
@@ -207,6 +252,7 @@ impl Program {
             argv: argv.to_vec(),
             read_only: Vec::new(),
             directories: Vec::new(),
+            session: None,
         })
     }
 
@@ -223,6 +269,7 @@ impl Program {
             argv: argv.to_vec(),
             read_only: Vec::new(),
             directories: Vec::new(),
+            session: None,
         }
     }
 

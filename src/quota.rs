@@ -30,6 +30,8 @@ pub enum Item {
     File(Vec<u8>),
     /// What an upload under way has received so far, by a random id.
     Upload([u8; 16]),
+    /// A Python session's cells' journals, by session id.
+    Session([u8; 16]),
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -171,6 +171,15 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
                 max_secs: args.runtime_session_max_secs.min(args.file_ttl_secs),
                 wait: Duration::from_secs(args.runtime_session_wait_secs),
             },
+            sessions: crate::service::SessionLimits {
+                ttl_secs: args.session_ttl_secs.clamp(1, args.file_ttl_secs.max(1)),
+                max_ttl_secs: args
+                    .session_max_ttl_secs
+                    .clamp(1, args.file_ttl_secs.max(1)),
+                max_cells: args
+                    .session_max_cells
+                    .clamp(1, crate::service::MAX_SESSION_CELLS),
+            },
         },
     );
     let recovered = service

@@ -44,6 +44,8 @@ import pprint
 import copy
 import decimal
 import weakref
+import reprlib
+import types
 
 import _baton
 import baton_contract as _contract
@@ -569,7 +571,7 @@ def _never_awaited():
     _unawaited.clear()
     for call in calls:
         sys.stderr.write("%s:%d: RuntimeWarning: coroutine '%s' was never awaited (the tool was not called)\n"
-                         % (FILENAME, call.site.line, call.site.python))
+                         % (_user_files[-1], call.site.line, call.site.python))
 
 
 def _value(item):
@@ -944,7 +946,9 @@ def describe(function, tool):
     return function
 
 
-def _globals_for(program):
+def _bindings_for(program):
+    """What a program finds bound before it runs: its tools' functions, the
+    `tools` namespace, its site list under its marker, `ToolError`."""
     max_input = program["limits"]["max_input_bytes"]
     tools = program["tools"]
     funcs = {}
@@ -953,17 +957,44 @@ def _globals_for(program):
     sites = []
     for s in program["sites"]:
         sites.append(Site(s["id"], tools[s["tool"]], s["mode"], s["line"], max_input))
+    bound = dict(funcs)
+    if "tools" not in funcs:
+        bound["tools"] = _Tools(funcs)
+    bound[program["marker"]] = sites
+    bound["ToolError"] = ToolError
+    bound["ToolExecutionError"] = ToolError
+    return bound
+
+
+def _globals_for(program):
     g = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
     g.update(PRE_IMPORTED)
-    g.update(funcs)
-    if "tools" not in funcs:
-        g["tools"] = _Tools(funcs)
-    g[program["marker"]] = sites
-    g["ToolError"] = ToolError
-    g["ToolExecutionError"] = ToolError
+    g.update(_bindings_for(program))
     _hidden_names.clear()
     _hidden_names.update(g)
+    _injected.clear()
+    _injected.update(g)
     return g
+
+
+#: What the runtime put in a session's globals, by name: a later cell's
+#: bindings replace only these (a name the code bound itself stays).
+_injected = {}
+
+
+def bind_cell(g, bound):
+    """Binds a later cell's tools in the session's globals `g`: a name the
+    runtime bound before is bound again, a name the code rebound (or
+    deleted) is left as the code left it. Also used by the CPython oracle."""
+    for name, value in bound.items():
+        if name not in g or g[name] is _injected.get(name, _MISSING):
+            if name in _injected or name not in g:
+                g[name] = value
+                _injected[name] = value
+    _hidden_names.update(bound)
+
+
+_MISSING = object()
 
 
 _spare_loops = []
@@ -974,9 +1005,12 @@ def prepare():
     _spare_loops[:] = [EventLoop()]
 
 
-def _run_code(code, g):
+def _run_code(code, g, loop=None):
+    """Runs compiled code in `g`: with top-level `await`, on `loop` (a
+    session's, whose tasks live on from cell to cell) or a fresh one."""
     if code.co_flags & CO_COROUTINE:
-        loop = _spare_loops.pop() if _spare_loops else EventLoop()
+        if loop is None:
+            loop = _spare_loops.pop() if _spare_loops else EventLoop()
         asyncio.set_event_loop(loop)
         try:
             loop.run_until_complete(_real_eval(code, g))
@@ -1021,20 +1055,31 @@ def _keep_user_frames(report, seen):
     while report is not None and id(report) not in seen:
         seen.add(id(report))
         report.stack = traceback.StackSummary.from_list(
-            [frame for frame in report.stack if frame.filename == FILENAME]
+            [frame for frame in report.stack if frame.filename in _user_files]
         )
         if report.exc_type is not None and issubclass(report.exc_type, SyntaxError) and report.lineno:
-            line = linecache.getline(FILENAME, int(report.lineno))
+            line = linecache.getline(_user_files[-1], int(report.lineno))
             if line:
                 report.text = line
         _keep_user_frames(report.__cause__, seen)
         report = report.__context__
 
 
+#: The file names of the user's code in this process: `<string>`, or a
+#: session's cells (`<cell 1>`, ...), the current one last.
+_user_files = [FILENAME]
+
+#: A session's globals and event loop, kept from cell to cell.
+_session = {}
+
+
 def run(program_json):
-    """Runs one program. Returns None on success, else `(kind, line)` (see
+    """Runs one program, or one cell of a session in the globals the
+    earlier cells left. Returns None on success, else `(kind, line)` (see
     `_failure`; `("exit", status)` for a non-zero integer exit)."""
     program = json.loads(program_json)
+    place = program.get("session")
+    later = place is not None and place["cell"] > 1 and "g" in _session
     sys.stdout = _Stream(1, "<stdout>")
     sys.stderr = _Stream(2, "<stderr>")
     _reseed()
@@ -1042,23 +1087,45 @@ def run(program_json):
     global _recursion_cap, _calls_per_round
     _recursion_cap = limits["recursion_cap"]
     _calls_per_round = limits["calls_per_round"]
-    _real_setrecursionlimit(min(limits["recursion_limit"], _recursion_cap))
-    _WS.reset(_baton.workspace(), limits["workspace_bytes"], limits["workspace_files"],
-              program["read_only"], program["directories"])
-    del _registry[:]
-    _unawaited.clear()
+    if later:
+        _WS.lay(_baton.workspace(), program["read_only"])
+    else:
+        _real_setrecursionlimit(min(limits["recursion_limit"], _recursion_cap))
+        _WS.reset(_baton.workspace(), limits["workspace_bytes"], limits["workspace_files"],
+                  program["read_only"], program["directories"])
+        del _registry[:]
+        _unawaited.clear()
+        _session.clear()
     if program["lang"] == "bash":
         return _run_shell(program)
+    filename = FILENAME if place is None else "<cell %d>" % place["cell"]
     original = program["original"]
-    linecache.cache[FILENAME] = (len(original), None, original.splitlines(True), FILENAME)
-    sys.argv = ["main.py"] + program["argv"]
-    # As CPython runs a program in the working directory: its modules there
-    # import (see `baton_workspace._ModuleFinder`).
-    sys.path[:0] = [""]
-    try:
+    linecache.cache[filename] = (len(original), None, original.splitlines(True), filename)
+    if later:
+        _user_files.append(filename)
+        g = _session["g"]
+        bind_cell(g, _bindings_for(program))
+    else:
+        _user_files[:] = [filename]
+        sys.argv = ["main.py"] + program["argv"]
+        # As CPython runs a program in the working directory: its modules there
+        # import (see `baton_workspace._ModuleFinder`).
+        sys.path[:0] = [""]
         g = _globals_for(program)
-        code = _baton.compile(_real_compile, program["source"], FILENAME, "exec", PyCF_ALLOW_TOP_LEVEL_AWAIT)
-        _run_code(code, g)
+        if place is not None:
+            _session["g"] = g
+            _session["loop"] = _spare_loops.pop() if _spare_loops else EventLoop()
+    outcome = _run_in(program, filename, g, _session.get("loop"))
+    if place is not None:
+        _report_names(g)
+    return outcome
+
+
+def _run_in(program, filename, g, loop):
+    """Compiles and runs the program in `g`; its outcome, as `run` says."""
+    try:
+        code = _baton.compile(_real_compile, program["source"], filename, "exec", PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        _run_code(code, g, loop)
     except SystemExit as e:
         _never_awaited()
         _finish_files()
@@ -1073,6 +1140,67 @@ def run(program_json):
     _never_awaited()
     _WS.finish()
     return None
+
+
+#: Types whose values are shown with their repr (exact types only: no
+#: code of the program runs to describe its names).
+_PLAIN_TYPES = (int, float, complex, str, bytes, bool, type(None), list, tuple, dict, set, frozenset)
+_PLAIN_SCALARS = (int, float, complex, str, bytes, bool, type(None))
+
+
+def _plain_deep(value, budget):
+    """Whether `value` is made only of `_PLAIN_TYPES` (at most `budget[0]`
+    items looked at)."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        return False
+    kind = type(value)
+    if kind in _PLAIN_SCALARS:
+        return True
+    if kind is dict:
+        return all(_plain_deep(k, budget) and _plain_deep(v, budget) for k, v in dict.items(value))
+    if kind in (list, tuple, set, frozenset):
+        return all(_plain_deep(item, budget) for item in value)
+    return False
+
+
+_NAMES_REPR = reprlib.Repr()
+_NAMES_REPR.maxstring = _NAMES_REPR.maxother = 200
+_NAMES_REPR.maxlist = _NAMES_REPR.maxtuple = _NAMES_REPR.maxset = _NAMES_REPR.maxdict = 20
+
+
+def _describe(value):
+    """A value's type name and text for the session's listing, from the
+    interpreter's own data only."""
+    kind = type(value)
+    type_name = type.__dict__["__name__"].__get__(kind)
+    if kind in _PLAIN_TYPES and _plain_deep(value, [1000]):
+        return type_name, _NAMES_REPR.repr(value)
+    if kind is types.FunctionType:
+        return type_name, "<function %s>" % types.FunctionType.__dict__["__qualname__"].__get__(value)
+    if isinstance(kind, type) and issubclass(kind, type):
+        return type_name, "<class '%s'>" % type.__dict__["__qualname__"].__get__(value)
+    if kind is types.ModuleType:
+        return type_name, "<module '%s'>" % dict.get(object.__getattribute__(value, "__dict__"), "__name__", "?")
+    return type_name, "<%s object>" % type_name
+
+
+def _report_names(g):
+    """Reports the names a session's cell left in its globals (not those
+    starting with `_`, nor what the runtime bound and the code left)."""
+    count = 0
+    for name in sorted(n for n in dict.keys(g) if type(n) is str and not n.startswith("_")):
+        value = dict.get(g, name)
+        if name in _injected and value is _injected[name]:
+            continue
+        try:
+            type_name, text = _describe(value)
+        except Exception:
+            type_name, text = "object", "<object>"
+        _baton.name(name, type_name, text[:200])
+        count += 1
+        if count >= 500:
+            break
 
 
 def _exited(exc):

@@ -122,6 +122,31 @@ class _Workspace:
         self.used = sum(len(data) for _, data in pairs)
         self.initial = dict(pairs)
 
+    def lay(self, pairs, read_only=()):
+        """A session's later cell: its request's files laid over the
+        workspace the earlier cells left (a directory of that name stays);
+        what the cell changes is counted from here (`finish`)."""
+        pairs = [(name, bytes(data)) for name, data in pairs]
+        now = _now_ns() if pairs else 0
+        for name, data in sorted(pairs):
+            parts = name.split("/")
+            for i in range(1, len(parts)):
+                self.nodes.setdefault("/".join(parts[:i]), self._new(0o040755, now))
+            old = self.nodes.get(name)
+            if old is not None and old.is_dir():
+                continue
+            if old is not None:
+                self.used -= len(old.data)
+            self.nodes[name] = self._new(0o100644, now, data)
+            self.used += len(data)
+        self.read_only = self.read_only | frozenset(read_only)
+        for name in read_only:
+            node = self.nodes.get(name)
+            if node is not None and not node.is_dir():
+                node.mode, node.sealed = 0o100444, True
+        self.initial = {name: bytes(node.data) for name, node in self.nodes.items()
+                        if name and name not in ANCESTORS and not node.is_dir()}
+
     def _new(self, mode, now, data=b""):
         self.inodes += 1
         return _Node(mode, now, self.inodes, data)

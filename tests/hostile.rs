@@ -831,6 +831,7 @@ async fn a_child_cannot_end_its_execution_as_the_server_would() {
             stdout: String::new(),
             stderr: String::new(),
             run_us: 1,
+            names: Vec::new(),
         };
         let (step, record) = start(&engine, &forging("", &frame_of(&claim))).await;
         match step {

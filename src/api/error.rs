@@ -104,7 +104,9 @@ pub(crate) fn service_status(error: &ServiceError) -> StatusCode {
         | ServiceError::InProgress
         | ServiceError::Cancelled
         | ServiceError::RequestInFlight
-        | ServiceError::RuntimeSessionBusy => StatusCode::CONFLICT,
+        | ServiceError::RuntimeSessionBusy
+        | ServiceError::SessionBusy
+        | ServiceError::SessionFull(_) => StatusCode::CONFLICT,
         ServiceError::NotFound | ServiceError::FileNotFound => StatusCode::NOT_FOUND,
         ServiceError::StorageTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
         ServiceError::StorageFull { .. } => StatusCode::TOO_MANY_REQUESTS,

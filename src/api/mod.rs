@@ -24,6 +24,7 @@ pub mod openapi;
 pub mod profile;
 pub mod request;
 mod request_log;
+mod sessions;
 mod unread_body;
 pub mod views;
 
@@ -174,6 +175,12 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/sessions/{session_id}/objects/{file_id}",
             get(files::object).delete(files::delete),
         )
+        .route("/sessions", post(sessions::create).get(sessions::list))
+        .route(
+            "/sessions/{session_id}",
+            get(sessions::show).delete(sessions::delete),
+        )
+        .route("/sessions/{session_id}/exec", post(sessions::exec))
         .route("/download/{session_id}/{file_id}", get(files::download))
         .route("/tools/stubs", post(tool_stubs))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard))

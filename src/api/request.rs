@@ -102,6 +102,77 @@ pub struct StartBody {
     lang: Option<Value>,
 }
 
+/// Runs the next cell of a Python session (`POST /sessions/{id}/exec`).
+#[derive(Deserialize, ToSchema)]
+pub struct CellBody {
+    /// Python source; top-level `await` is allowed. Not blank.
+    #[schema(value_type = String, required = true, pattern = r"\S")]
+    code: Option<Value>,
+    /// Tools the cell may call, beside those earlier cells declared (one
+    /// of the same name replaces the earlier declaration).
+    #[serde(default)]
+    tools: Option<Vec<WireTool>>,
+    /// Run-time budget over all rounds, milliseconds (default 60000).
+    #[serde(default)]
+    #[schema(value_type = Option<f64>, minimum = 1000, maximum = 300000)]
+    timeout: Option<Value>,
+    /// Files to lay under `/mnt/data` over what earlier cells left.
+    #[serde(default)]
+    files: Option<Vec<FileRef>>,
+    /// Whether the answer of the end lists the tool calls made (`history`).
+    #[serde(default)]
+    include_history: Option<bool>,
+    /// The cell this request means (from 1): a retry of a cell that ended
+    /// gets that cell's answer again instead of running as a new cell; a
+    /// number that is neither ended nor next: 409 `session_busy`.
+    #[serde(default)]
+    #[schema(minimum = 1)]
+    cell: Option<u32>,
+}
+
+/// Makes a Python session (`POST /sessions`).
+#[derive(Deserialize, ToSchema, Default)]
+pub struct SessionBody {
+    /// Seconds the session lives after its last cell (default
+    /// `--session-ttl-secs`, at most `--session-max-ttl-secs`).
+    #[serde(default)]
+    #[schema(minimum = 1)]
+    ttl_seconds: Option<u64>,
+}
+
+/// Decodes a session creation body (an empty body is `{}`): its
+/// `ttl_seconds`.
+pub fn decode_session(body: &[u8]) -> Result<Option<u64>, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    Ok(parse_json::<SessionBody>(body)?.ttl_seconds)
+}
+
+/// Decodes a cell's body: the start it makes, and the cell it names.
+pub fn decode_cell(
+    body: &[u8],
+    request_id: Option<&str>,
+) -> Result<(StartRequest, Option<u32>), ApiError> {
+    if let Some(request_id) = request_id.filter(|r| !r.is_empty()) {
+        check_request_id(request_id)?;
+    }
+    let cell: CellBody = parse_json(body)?;
+    if cell.cell == Some(0) {
+        return Err(ApiError::BadRequest("cell counts from 1".into()));
+    }
+    let start_body = StartBody {
+        code: cell.code,
+        tools: cell.tools,
+        session_id: None,
+        timeout: cell.timeout,
+        files: cell.files,
+        include_history: cell.include_history,
+        lang: None,
+    };
+    Ok((start(start_body, request_id)?, cell.cell))
+}
+
 /// Runs code with no tools (`POST /exec`): the body LibreChat's
 /// `execute_code` tool sends, and its programmatic tool when the code calls
 /// no tools. Unknown fields are ignored.

@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use crate::journal::{CallRecord, CallResult, HistoryCall, Timeline, TimelineCall};
-use crate::service::{CancelOutcome, Inspection, Listing, Reply};
+use crate::service::{CancelOutcome, CellTag, Inspection, Listing, Reply, SessionInfo};
 use crate::workspace::{FileMeta, MOUNT};
 
 /// A tool call the client must run.
@@ -139,6 +139,9 @@ pub enum ExecReply {
         continuation_token: String,
         /// Every call pending now: one round.
         tool_calls: Vec<ToolCallView>,
+        /// A session's cell: its session and place.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        session: Option<CellTagView>,
     },
     /// The code ran to its end.
     Completed {
@@ -158,6 +161,9 @@ pub enum ExecReply {
         /// The tool calls made, when the start asked (`include_history`).
         #[serde(skip_serializing_if = "Option::is_none")]
         history: Option<Vec<HistoryCallView>>,
+        /// A session's cell: its session and place.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        session: Option<CellTagView>,
     },
     /// The code failed (an uncaught exception, a limit, a timeout).
     Error {
@@ -174,7 +180,99 @@ pub enum ExecReply {
         /// The tool calls made, when the start asked (`include_history`).
         #[serde(skip_serializing_if = "Option::is_none")]
         history: Option<Vec<HistoryCallView>>,
+        /// A session's cell: its session and place.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        session: Option<CellTagView>,
     },
+}
+
+/// Where a session's cell stands (in every answer of a cell).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CellTagView {
+    /// The Python session (`ps_…`).
+    pub session_id: String,
+    /// The cell's number, from 1.
+    pub cell: u32,
+    /// `new` (the session's first cell), `hot` (the namespace was held in
+    /// memory), or `cold` (rebuilt by replaying the earlier cells).
+    #[schema(pattern = "^(new|hot|cold)$")]
+    pub resumed: &'static str,
+}
+
+impl From<CellTag> for CellTagView {
+    fn from(tag: CellTag) -> Self {
+        Self {
+            session_id: tag.session_id,
+            cell: tag.cell,
+            resumed: tag.resumed,
+        }
+    }
+}
+
+/// A global name a session holds.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NameView {
+    /// The name.
+    pub name: String,
+    /// Its value's type.
+    #[serde(rename = "type")]
+    pub ty: String,
+    /// Its value's repr (plain builtin values; at most 200 characters),
+    /// else what it is (`<function f>`, `<class 'C'>`, `<C object>`).
+    pub repr: String,
+}
+
+/// A Python session (`GET /sessions/{session_id}`; `POST /sessions`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionView {
+    /// `ps_` and 32 hex digits.
+    pub session_id: String,
+    /// Cells it holds.
+    pub cells: u32,
+    /// `idle`, or `busy` while a cell runs or waits at tool calls.
+    #[schema(pattern = "^(idle|busy)$")]
+    pub status: &'static str,
+    /// Unix seconds of its creation.
+    pub created_at: u64,
+    /// Unix seconds after which it is gone, unless a cell runs before.
+    pub expires_at: u64,
+    /// The storage session of its files (for `/download`, `/files`).
+    pub files_session_id: String,
+    /// The names its last cell left (none starting with `_`); left out of
+    /// listings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub names: Option<Vec<NameView>>,
+}
+
+impl SessionView {
+    /// The view of `info`, with its names or without.
+    pub fn new(info: SessionInfo, with_names: bool) -> Self {
+        Self {
+            session_id: info.session_id,
+            cells: info.cells,
+            status: info.status.name(),
+            created_at: info.created,
+            expires_at: info.expires_at,
+            files_session_id: info.files_session,
+            names: with_names.then(|| {
+                info.names
+                    .into_iter()
+                    .map(|n| NameView {
+                        name: n.name,
+                        ty: n.ty,
+                        repr: n.repr,
+                    })
+                    .collect()
+            }),
+        }
+    }
+}
+
+/// A principal's sessions (`GET /sessions`), oldest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionListView {
+    /// The sessions, without their names.
+    pub sessions: Vec<SessionView>,
 }
 
 /// One tool call of an ended execution's `history`.
@@ -221,12 +319,14 @@ impl From<Reply> for ExecReply {
                 session_id,
                 token,
                 calls,
+                cell,
                 ..
             } => Self::ToolCallRequired {
                 execution_id,
                 session_id,
                 continuation_token: token,
                 tool_calls: calls.iter().map(ToolCallView::from).collect(),
+                session: cell.map(CellTagView::from),
             },
             Reply::Ended {
                 execution_id,
@@ -237,6 +337,7 @@ impl From<Reply> for ExecReply {
                 files,
                 deleted_files,
                 history,
+                cell,
                 ..
             } => Self::Completed {
                 execution_id,
@@ -246,6 +347,7 @@ impl From<Reply> for ExecReply {
                 files: files.iter().map(ProducedFileView::from).collect(),
                 deleted_files,
                 history: history_view(history),
+                session: cell.map(CellTagView::from),
             },
             Reply::Ended {
                 execution_id,
@@ -254,6 +356,7 @@ impl From<Reply> for ExecReply {
                 stdout,
                 stderr,
                 history,
+                cell,
                 ..
             } => Self::Error {
                 execution_id,
@@ -262,6 +365,7 @@ impl From<Reply> for ExecReply {
                 stdout,
                 stderr,
                 history: history_view(history),
+                session: cell.map(CellTagView::from),
             },
         }
     }

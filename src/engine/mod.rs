@@ -22,15 +22,16 @@ use tracing::Instrument;
 
 use crate::failure::Failure;
 use crate::journal::{
-    CallRecord, CallResult, ClockBase, ExecutionRecord, FrameSummary, PendingRound, Round,
-    StoredExtent,
+    CallRecord, CallResult, ClockBase, EndedCell, ExecutionRecord, FrameSummary, PendingRound,
+    Round, SessionCell, StoredExtent,
 };
 use crate::program::{CannotRun, HASH_SEED, Lang, Program};
 use crate::rewrite;
 use crate::sandbox::cgroups::ChildGroups;
 use crate::sandbox::pool::{ChildProc, Pool, RequestHold};
 use crate::sandbox::protocol::{
-    ChildLimits, ChildOutcome, FrameError, FromChild, PendingCall, StartJob, ToChild, nonblocking,
+    ChildLimits, ChildOutcome, EarlierCell, FrameError, FromChild, PendingCall, StartJob, ToChild,
+    nonblocking,
 };
 use crate::sandbox::zygote::{Launch, Supervisor};
 use crate::timing::step;
@@ -65,6 +66,10 @@ pub enum EngineError {
     /// The sandbox failed (zygote gone, fork failed).
     #[error("sandbox failure: {0}")]
     Sandbox(String),
+    /// A session's cell must run in a fresh child, which needs the
+    /// session's earlier cells: call again with them.
+    #[error("the session's earlier cells are needed")]
+    HistoryNeeded,
 }
 
 /// The engine: a zygote, its pool of children and the parked executions.
@@ -84,6 +89,18 @@ pub enum ResumeKind {
     Hot,
     /// A fresh child replayed the journal.
     Cold,
+}
+
+impl ResumeKind {
+    /// How a session's cell found its namespace, as its answer says it:
+    /// `new` for a first cell, `hot` when the child held it, else `cold`.
+    pub fn of_cell(self, index: u32) -> &'static str {
+        match self {
+            _ if index <= 1 => "new",
+            ResumeKind::Hot => "hot",
+            ResumeKind::Cold => "cold",
+        }
+    }
 }
 
 /// A stretch of running, as the server times it.
@@ -223,16 +240,57 @@ impl Engine {
             contracts: Default::default(),
             owner: [0; 8],
             round_times: Default::default(),
+            cell: None,
+            names: Vec::new(),
         })
+    }
+
+    /// Makes `record` the cell `cell` of a session: its program is built
+    /// for the cell's sites and marker, and its clock goes on from
+    /// `previous` (the first cell's start clock and the last clock the
+    /// previous cell saw), so `time.monotonic()` never goes back.
+    pub fn place_cell(
+        &self,
+        record: &mut ExecutionRecord,
+        cell: SessionCell,
+        previous: Option<(ClockBase, ClockBase)>,
+    ) {
+        if let Some((first, last)) = previous {
+            record.clock0 = match self.config.clock {
+                ClockSource::Fixed { step, .. } => ClockBase {
+                    wall: last.wall + step,
+                    mono: last.mono + step,
+                },
+                ClockSource::Real => self.clock_at(1, Some((first, last))),
+            };
+        }
+        record.cell = Some(cell);
     }
 
     /// Runs a new execution to its first pause or its end.
     pub async fn start(&self, record: &mut ExecutionRecord) -> Result<Step, EngineError> {
+        self.start_cell(record, &[]).await
+    }
+
+    /// [`Engine::start`] for a session's cell: a fresh child first runs
+    /// the session's `earlier` cells again (all of them, in order).
+    pub async fn start_cell(
+        &self,
+        record: &mut ExecutionRecord,
+        earlier: &[EndedCell],
+    ) -> Result<Step, EngineError> {
+        if record
+            .cell
+            .as_ref()
+            .is_some_and(|c| c.index as usize != earlier.len() + 1)
+        {
+            return Err(EngineError::HistoryNeeded);
+        }
         let program = match step!("rewrite").in_scope(|| self.program_json(record)) {
             Ok(program) => program,
             Err(step) => return Ok(self.fail_early(record, step)),
         };
-        self.run_fresh(record, program).await
+        self.run_fresh(record, program, earlier).await
     }
 
     /// Continues a paused execution with one result per pending call, hot if
@@ -254,6 +312,17 @@ impl Engine {
     pub async fn resume_answered(
         &self,
         record: &mut ExecutionRecord,
+    ) -> Result<(Step, ResumeKind), EngineError> {
+        self.resume_answered_with(record, None).await
+    }
+
+    /// [`Engine::resume_answered`]; a session's cell resumed cold needs its
+    /// session's `earlier` cells ([`EngineError::HistoryNeeded`] without
+    /// them; a hot resume never reads them).
+    pub async fn resume_answered_with(
+        &self,
+        record: &mut ExecutionRecord,
+        earlier: Option<&[EndedCell]>,
     ) -> Result<(Step, ResumeKind), EngineError> {
         if self.running().has_ended(&record.id) {
             // Cancelled after its round was claimed: not run at all.
@@ -295,11 +364,29 @@ impl Engine {
                 tracing::warn!(execution = %record.id_hex(), "parked child died; resuming cold");
             }
         }
+        let earlier = match (&record.cell, earlier) {
+            (Some(cell), Some(earlier)) if cell.index as usize == earlier.len() + 1 => earlier,
+            (Some(cell), _) if cell.index > 1 => return Err(EngineError::HistoryNeeded),
+            _ => &[],
+        };
         let program = match step!("rewrite").in_scope(|| self.program_json(record)) {
             Ok(program) => program,
             Err(step) => return Ok((self.fail_early(record, step), ResumeKind::Cold)),
         };
-        Ok((self.run_fresh(record, program).await?, ResumeKind::Cold))
+        Ok((
+            self.run_fresh(record, program, earlier).await?,
+            ResumeKind::Cold,
+        ))
+    }
+
+    /// Whether the child of `record`'s execution is parked here, paused
+    /// after its last round (its next step would be hot).
+    pub fn is_parked(&self, record: &ExecutionRecord) -> bool {
+        record
+            .rounds
+            .len()
+            .checked_sub(1)
+            .is_some_and(|paused_after| self.parked.holds(&record.id, paused_after))
     }
 
     /// Drops the parked child of an execution (it will resume cold).
@@ -415,15 +502,22 @@ impl Engine {
 
     fn program_json(&self, record: &ExecutionRecord) -> Result<String, CannotRun> {
         let limits = self.config.limits.program_limits();
-        let program = match record.lang {
-            Lang::Python => Program::build(
+        let program = match (record.lang, &record.cell) {
+            (Lang::Python, Some(cell)) => Program::build_cell(
+                &record.source,
+                &record.tools,
+                limits,
+                &record.direct_only,
+                cell,
+            )?,
+            (Lang::Python, None) => Program::build(
                 &record.source,
                 &record.tools,
                 limits,
                 &record.argv,
                 &record.direct_only,
             )?,
-            Lang::Bash => Program::shell(&record.source, limits, &record.argv),
+            (Lang::Bash, _) => Program::shell(&record.source, limits, &record.argv),
         };
         Ok(program
             .with_workspace(&record.read_only, &record.directories)
@@ -439,21 +533,26 @@ impl Engine {
         &self,
         record: &mut ExecutionRecord,
         program_json: String,
+        earlier: &[EndedCell],
     ) -> Result<Step, EngineError> {
-        if !record.rounds.is_empty() && record.hash_seed != HASH_SEED {
+        let replayed = std::iter::once(&*record).chain(earlier.iter().map(|cell| &cell.record));
+        if let Some(other) = replayed
+            .filter(|r| !r.rounds.is_empty() || r.id != record.id)
+            .find(|r| r.hash_seed != HASH_SEED)
+        {
             // Another build hashed strings differently: a replay would not
             // iterate sets in the first run's order.
             return Ok(Step::Failed(Failure::replay_seed_differs(
-                record.hash_seed,
+                other.hash_seed,
                 HASH_SEED,
             )));
         }
-        let job = start_job(record, program_json, &self.config.limits);
-        let replay_allowance = if record.rounds.is_empty() {
-            Duration::ZERO
-        } else {
-            Duration::from_millis(record.used_ms.saturating_mul(2).saturating_add(2000))
+        let mut job = start_job(record, program_json, &self.config.limits);
+        job.earlier = match self.earlier_cells(earlier) {
+            Ok(cells) => cells,
+            Err(step) => return Ok(self.fail_early(record, step)),
         };
+        let replay_allowance = replay_allowance(record, earlier);
         let message = ToChild::Start(Box::new(job));
         for _attempt in 0..2 {
             let mut child = self
@@ -478,6 +577,27 @@ impl Engine {
             }
         }
         Err(EngineError::Sandbox("no child accepted the job".into()))
+    }
+
+    /// What a fresh child runs before a session's cell: each earlier cell's
+    /// program (built as when it ran), journal and ending.
+    fn earlier_cells(&self, earlier: &[EndedCell]) -> Result<Vec<EarlierCell>, CannotRun> {
+        earlier
+            .iter()
+            .map(|cell| {
+                let record = &cell.record;
+                Ok(EarlierCell {
+                    program_json: self.program_json(record)?,
+                    seed: record.seed,
+                    clock0: record.clock0,
+                    replay: record.rounds.clone(),
+                    stdout: record.stdout.clone(),
+                    stderr: record.stderr.clone(),
+                    files: record.files.clone(),
+                    ended: cell.ended.clone(),
+                })
+            })
+            .collect()
     }
 
     /// Waits for the child's answer to a start or resume and applies it.
@@ -569,9 +689,13 @@ impl Engine {
                 stdout,
                 stderr,
                 run_us,
+                names,
             } => {
                 self.charge(record, run_us, stretch);
                 self.append_output(record, &stdout, &stderr);
+                if record.cell.is_some() {
+                    record.names = names.into_iter().take(crate::journal::MAX_NAMES).collect();
+                }
                 if let ChildOutcome::Failed(failure) = &outcome
                     && let Err(error) = reports::check_failure(failure)
                 {
@@ -705,6 +829,20 @@ fn lost_child(record: &ExecutionRecord, child: &ChildProc, error: FrameError) ->
     Step::Failed(Failure::Crashed(error.to_string()))
 }
 
+/// What replaying before the live part may take: the run time the
+/// journal's rounds and the earlier cells took, twice, and two seconds;
+/// nothing for a first run with nothing before it.
+fn replay_allowance(record: &ExecutionRecord, earlier: &[EndedCell]) -> Duration {
+    if record.rounds.is_empty() && earlier.is_empty() {
+        return Duration::ZERO;
+    }
+    let used = earlier
+        .iter()
+        .map(|cell| cell.record.used_ms)
+        .fold(record.used_ms, u64::saturating_add);
+    Duration::from_millis(used.saturating_mul(2).saturating_add(2000))
+}
+
 /// Run time left to an execution, milliseconds.
 fn remaining_ms(record: &ExecutionRecord) -> u64 {
     record.timeout_ms.saturating_sub(record.used_ms)
@@ -728,5 +866,6 @@ pub fn start_job(record: &ExecutionRecord, program_json: String, limits: &ExecLi
             stderr_cap: limits.stderr_cap,
             max_input_bytes: limits.max_input_bytes,
         },
+        earlier: Vec::new(),
     }
 }

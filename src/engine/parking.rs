@@ -258,6 +258,13 @@ impl Parking {
         (parked.rounds == rounds).then_some(parked.child)
     }
 
+    /// Whether the child of `id` is parked, paused after `rounds` rounds.
+    pub(super) fn holds(&self, id: &[u8; 16], rounds: usize) -> bool {
+        self.children
+            .lock()
+            .is_ok_and(|children| children.get(id).is_some_and(|p| p.rounds == rounds))
+    }
+
     fn remove(&self, id: &[u8; 16]) -> Option<Parked> {
         self.children.lock().ok()?.remove(id)
     }

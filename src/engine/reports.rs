@@ -149,10 +149,13 @@ pub(super) fn check_workspace(
     if let Some(sealed) = changed.clone().find(|name| record.read_only.contains(name)) {
         return Err(format!("Invalid workspace report: {sealed:?} is read-only"));
     }
-    match removed
-        .iter()
-        .find(|name| !record.files.iter().any(|f| &f.name == *name))
-    {
+    // A session's cell may remove what earlier cells left (a name the
+    // rule accepts); any other execution only its request's files.
+    let unknown = |name: &&String| match record.cell {
+        Some(_) => crate::workspace::check_name(name).is_err(),
+        None => !record.files.iter().any(|f| &f.name == *name),
+    };
+    match removed.iter().find(unknown) {
         Some(bad) => Err(format!(
             "Invalid workspace report: {bad:?} was not a file of the request"
         )),

@@ -31,8 +31,9 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    ClockBase, ExecutionRecord, FIRST_PARTS_VERSION, FORMAT_VERSION, JournalError, MAGIC,
-    PendingRound, READ_ONLY_VERSION, Round, RoundTimes, WorkspaceFile, bincode_limits,
+    CELL_VERSION, ClockBase, ExecutionRecord, FIRST_PARTS_VERSION, FORMAT_VERSION, JournalError,
+    MAGIC, PendingRound, READ_ONLY_VERSION, Round, RoundTimes, SessionCell, WorkspaceFile,
+    bincode_limits,
 };
 use crate::tools::ToolDef;
 
@@ -125,6 +126,27 @@ impl<'a> From<StartExtension<'a>> for StartExtension6<'a> {
     }
 }
 
+/// What format 7 added to the start part: the extension of format 6 and
+/// the cell's place in its session. Written only for a session's cells.
+#[derive(Default, Serialize, Deserialize)]
+struct StartExtension7<'a> {
+    direct_only: Cow<'a, [String]>,
+    include_history: bool,
+    read_only: Cow<'a, [String]>,
+    cell: Option<SessionCell>,
+}
+
+impl<'a> From<StartExtension6<'a>> for StartExtension7<'a> {
+    fn from(extension: StartExtension6<'a>) -> Self {
+        StartExtension7 {
+            direct_only: extension.direct_only,
+            include_history: extension.include_history,
+            read_only: extension.read_only,
+            cell: None,
+        }
+    }
+}
+
 /// The progress part.
 #[derive(Serialize, Deserialize)]
 struct ProgressPart<'a> {
@@ -177,7 +199,7 @@ fn part_body(bytes: &[u8]) -> Result<(u16, &[u8]), JournalError> {
         return Err(JournalError::BadMagic);
     }
     match u16::from_le_bytes([bytes[4], bytes[5]]) {
-        version @ (FIRST_PARTS_VERSION | FORMAT_VERSION | READ_ONLY_VERSION) => {
+        version @ (FIRST_PARTS_VERSION | FORMAT_VERSION | READ_ONLY_VERSION | CELL_VERSION) => {
             Ok((version, &bytes[6..]))
         }
         version => Err(JournalError::UnknownVersion(version)),
@@ -203,14 +225,22 @@ where
     }
 }
 
-/// The start part and its extension: format 6's, or format 5's (no file is
-/// read-only), or none (format 4).
-fn decode_start(bytes: &[u8]) -> Result<(StartPart<'_>, StartExtension6<'_>), JournalError> {
+/// The start part and its extension: format 7's (a cell), 6's, or 5's (no
+/// file is read-only), or none (format 4).
+fn decode_start(bytes: &[u8]) -> Result<(StartPart<'_>, StartExtension7<'_>), JournalError> {
     let (part, rest) = split_extension::<StartPart<'_>>(bytes, "start")?;
     let extension = match (part_body(bytes)?.0, rest) {
-        (_, None) => StartExtension6::default(),
-        (READ_ONLY_VERSION, Some(rest)) => decode_rest(bytes.len(), rest, "start")?,
-        (_, Some(rest)) => decode_rest::<StartExtension<'_>>(bytes.len(), rest, "start")?.into(),
+        (_, None) => StartExtension7::default(),
+        (CELL_VERSION, Some(rest)) => decode_rest(bytes.len(), rest, "start")?,
+        (READ_ONLY_VERSION, Some(rest)) => {
+            decode_rest::<StartExtension6<'_>>(bytes.len(), rest, "start")?.into()
+        }
+        (_, Some(rest)) => StartExtension6::from(decode_rest::<StartExtension<'_>>(
+            bytes.len(),
+            rest,
+            "start",
+        )?)
+        .into(),
     };
     Ok((part, extension))
 }
@@ -295,7 +325,8 @@ impl ExecutionRecord {
         })
     }
 
-    /// The start part: format 6 when some file is read-only, else 5.
+    /// The start part: format 7 for a session's cell, 6 when some file is
+    /// read-only, else 5.
     fn encode_start(&self) -> Result<Vec<u8>, JournalError> {
         let part = StartPart {
             id: self.id,
@@ -309,6 +340,18 @@ impl ExecutionRecord {
             files: Cow::Borrowed(&self.files),
             argv: Cow::Borrowed(&self.argv),
         };
+        if let Some(cell) = &self.cell {
+            return encode_versioned(
+                CELL_VERSION,
+                &part,
+                Some(&StartExtension7 {
+                    direct_only: Cow::Borrowed(&self.direct_only),
+                    include_history: self.include_history,
+                    read_only: Cow::Borrowed(&self.read_only),
+                    cell: Some(cell.clone()),
+                }),
+            );
+        }
         if self.read_only.is_empty() {
             return encode_part(
                 &part,
@@ -397,6 +440,8 @@ impl ExecutionRecord {
             contracts: Default::default(),
             owner: [0; 8],
             round_times: progress_extension.round_times.into_owned(),
+            cell: start_extension.cell,
+            names: Vec::new(),
         };
         record.validate()?;
         Ok(record)

@@ -59,7 +59,8 @@ pub struct ToolBinding {
 /// One checkpoint.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Site {
-    /// Index into the marker list.
+    /// The id a call reports: its index into the marker list, plus the
+    /// earlier cells' sites in a session's cell.
     pub id: usize,
     /// Index of the tool in the bindings.
     pub tool: usize,
@@ -156,10 +157,57 @@ pub fn bind_tools(tools: &[ToolDef]) -> Result<Vec<ToolBinding>, RewriteError> {
 /// whole analysis, including dropping a deep tree, runs on a stack sized for
 /// the source ([`depth::on_sized_stack`]).
 pub fn rewrite(source: &str, bindings: &[ToolBinding]) -> Result<Rewritten, RewriteError> {
-    depth::on_sized_stack(source.len(), || rewrite_here(source, bindings))
+    depth::on_sized_stack(source.len(), || rewrite_here(source, bindings, None))
 }
 
-fn rewrite_here(source: &str, bindings: &[ToolBinding]) -> Result<Rewritten, RewriteError> {
+/// How a session's cell names its sites: its marker (chosen by the
+/// session, never a word of the cell) and the id of its first site (the
+/// earlier cells' sites come before), so that a function of an earlier
+/// cell called in a later one still reaches its own sites.
+#[derive(Clone, Copy, Debug)]
+pub struct CellNaming<'a> {
+    /// The global name of the cell's site list.
+    pub marker: &'a str,
+    /// The id of the cell's first site.
+    pub site_base: usize,
+}
+
+/// [`rewrite`] for a session's cell: its sites are written `<marker>[n]`
+/// (an index into the cell's own list) and `sites[n].id`, the id a call
+/// reports, is `site_base + n`: unique in the session.
+pub fn rewrite_cell(
+    source: &str,
+    bindings: &[ToolBinding],
+    naming: CellNaming<'_>,
+) -> Result<Rewritten, RewriteError> {
+    depth::on_sized_stack(source.len(), || {
+        rewrite_here(source, bindings, Some(naming))
+    })
+}
+
+/// The first of `_Bc{cell}`, `_Bc{cell}_0`, `_Bc{cell}_1`... that is not a
+/// word of `source` nor one of `taken`: a session cell's marker.
+pub fn choose_cell_marker(source: &str, cell: u32, taken: &[String]) -> String {
+    std::iter::once(format!("_Bc{cell}"))
+        .chain((0..).map(|n| format!("_Bc{cell}_{n}")))
+        .find(|candidate| !contains_word(source, candidate) && !taken.contains(candidate))
+        .unwrap_or_else(|| format!("_Bc{cell}"))
+}
+
+/// The first of `markers` that `source` uses as a word: a cell may not
+/// rebind the site list of an earlier cell.
+pub fn uses_marker<'a>(source: &str, markers: &'a [String]) -> Option<&'a str> {
+    markers
+        .iter()
+        .find(|marker| contains_word(source, marker))
+        .map(String::as_str)
+}
+
+fn rewrite_here(
+    source: &str,
+    bindings: &[ToolBinding],
+    naming: Option<CellNaming<'_>>,
+) -> Result<Rewritten, RewriteError> {
     let parsed =
         ruff_python_parser::parse_module(source).map_err(|error| RewriteError::Syntax {
             message: error.error.to_string(),
@@ -174,18 +222,21 @@ fn rewrite_here(source: &str, bindings: &[ToolBinding]) -> Result<Rewritten, Rew
     let bound = names::bound_names(body);
     let python_names: Vec<String> = bindings.iter().map(|b| b.python.clone()).collect();
     let findings = sites::find(source, body, &python_names, &bound);
-    let marker = choose_marker(source);
+    let (marker, site_base) = match naming {
+        Some(naming) => (naming.marker.to_owned(), naming.site_base),
+        None => (choose_marker(source), 0),
+    };
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
     let mut sites = Vec::with_capacity(findings.sites.len());
-    for (id, found) in findings.sites.iter().enumerate() {
+    for (local, found) in findings.sites.iter().enumerate() {
         let start = usize::from(found.callee.start());
         edits.push((
             start,
             usize::from(found.callee.end()),
-            format!("{marker}[{id}]"),
+            format!("{marker}[{local}]"),
         ));
         sites.push(Site {
-            id,
+            id: site_base + local,
             tool: found.tool,
             line: line_of(source, start),
             col: column_of(source, start),

@@ -13,7 +13,7 @@ use std::io::{self, Read, Write};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 use crate::failure::Failure;
-use crate::journal::{CallResult, ClockBase, FrameSummary, Round, WorkspaceFile};
+use crate::journal::{CallResult, ClockBase, FrameSummary, NameInfo, Round, WorkspaceFile};
 
 /// The largest frame either side accepts (64 MiB).
 pub const MAX_FRAME: usize = 64 << 20;
@@ -52,6 +52,31 @@ pub struct StartJob {
     pub limits: ChildLimits,
     /// The workspace the code starts with.
     pub files: Vec<WorkspaceFile>,
+    /// For a session's cell run in a fresh child: the session's earlier
+    /// cells, run first, in order, in the same globals, each answered from
+    /// its journal and checked against it (their output is not sent).
+    pub earlier: Vec<EarlierCell>,
+}
+
+/// An ended cell of a session, run again to rebuild the namespace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EarlierCell {
+    /// Its program (the same sites and marker as when it first ran).
+    pub program_json: String,
+    /// Its entropy seed.
+    pub seed: [u8; 32],
+    /// Its clock at its start.
+    pub clock0: ClockBase,
+    /// Its rounds, all answered.
+    pub replay: Vec<Round>,
+    /// All it wrote to stdout.
+    pub stdout: String,
+    /// All it wrote to stderr.
+    pub stderr: String,
+    /// The files its request laid in the workspace.
+    pub files: Vec<WorkspaceFile>,
+    /// How it ended: `None` completed, else the code's own failure.
+    pub ended: Option<Failure>,
 }
 
 /// The server's messages.
@@ -124,6 +149,8 @@ pub enum FromChild {
         stderr: String,
         /// Live run time of this stretch, in microseconds.
         run_us: u64,
+        /// A session's cell: the names its globals hold at its end.
+        names: Vec<NameInfo>,
     },
     /// Memory allocation failed; the child is about to abort.
     OutOfMemory,

@@ -257,34 +257,47 @@ impl Service {
             }
         };
         let started = std::time::Instant::now();
-        let step = self.run_answered(&running, &mut record).await?;
+        let (step, kind) = self.run_answered(&running, &mut record).await?;
         metrics::histogram!("baton_resume_to_pause_seconds")
             .record(started.elapsed().as_secs_f64());
-        self.settle(record, running, step, claimed)
+        let tag = record
+            .cell
+            .as_ref()
+            .map(|cell| super::CellTag::of(cell, kind));
+        let reply = self
+            .settle(record, running, step, claimed)
             .instrument(step!("settle"))
-            .await
+            .await?;
+        Ok(reply.tagged(tag))
     }
 
     /// Runs the round `record` was answered in, claimed as `running`, to
-    /// its pause or end (counting a cold resume); an engine that cannot
+    /// its pause or end (counting a cold resume; a session's cell resumed
+    /// cold runs its session's earlier cells first); an engine that cannot
     /// run it gives the round up to be run again ([`Service::release`]).
     pub(super) async fn run_answered(
         &self,
         running: &ExecState,
         record: &mut ExecutionRecord,
-    ) -> Result<crate::engine::Step, ServiceError> {
+    ) -> Result<(crate::engine::Step, ResumeKind), ServiceError> {
         record.owner = running.owner;
-        let resumed = self
-            .engine
-            .resume_answered(record)
+        let resumed = match self
+            .resume_with_history(record)
             .instrument(step!("resume"))
-            .await;
+            .await
+        {
+            Ok(resumed) => resumed,
+            Err(error) => {
+                self.release(&record.id, running).await;
+                return Err(error);
+            }
+        };
         match resumed {
             Ok((step, kind)) => {
                 if kind == ResumeKind::Cold {
                     metrics::counter!("baton_cold_resumes_total").increment(1);
                 }
-                Ok(step)
+                Ok((step, kind))
             }
             Err(error) => {
                 self.release(&record.id, running).await;
@@ -346,6 +359,10 @@ impl Service {
                         token,
                         calls,
                         round: state.round,
+                        cell: record
+                            .cell
+                            .as_ref()
+                            .map(|cell| super::CellTag::of(cell, ResumeKind::Cold)),
                     })));
                 }
                 Status::Cancelled => return Err(ServiceError::Cancelled),

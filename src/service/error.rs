@@ -35,6 +35,13 @@ pub enum ServiceError {
     /// the wait.
     #[error("runtime_session_busy")]
     RuntimeSessionBusy,
+    /// A cell of the session runs or waits at tool calls (or the cell
+    /// asked for is not the next).
+    #[error("session_busy")]
+    SessionBusy,
+    /// The session holds as many cells as it may.
+    #[error("session_full: a session holds {0} cells at most; start a new session")]
+    SessionFull(u32),
     /// Unknown or deleted execution, or another key's.
     #[error("Execution not found or expired")]
     NotFound,

@@ -104,6 +104,8 @@ pub enum Reply {
         calls: Vec<CallRecord>,
         /// Pauses so far (this one included).
         round: u32,
+        /// A session's cell: its session and place.
+        cell: Option<super::CellTag>,
     },
     /// Ended.
     Ended {
@@ -133,6 +135,8 @@ pub enum Reply {
         /// Directories its code left empty (known to the request that ran
         /// the end only).
         directories: Vec<String>,
+        /// A session's cell: its session and place.
+        cell: Option<super::CellTag>,
     },
 }
 
@@ -186,6 +190,14 @@ pub struct Inspection {
 }
 
 impl Reply {
+    /// The reply with `tag` (a session's cell's) in it.
+    pub(super) fn tagged(mut self, tag: Option<super::CellTag>) -> Reply {
+        match &mut self {
+            Reply::Paused { cell, .. } | Reply::Ended { cell, .. } => *cell = tag,
+        }
+        self
+    }
+
     /// The reply of an ended execution.
     pub(super) fn from_outcome(
         execution_id: String,
@@ -206,6 +218,7 @@ impl Reply {
             history: outcome.history,
             ending: outcome.ending,
             directories: Vec::new(),
+            cell: None,
         }
     }
 }
@@ -225,5 +238,6 @@ pub(super) fn cancelled_reply(record: &ExecutionRecord) -> Reply {
         history: None,
         ending: Ending::of(Some(&Failure::Cancelled)),
         directories: Vec::new(),
+        cell: None,
     }
 }

@@ -37,6 +37,7 @@ mod records;
 mod recovery;
 mod request_ids;
 mod runtime_sessions;
+mod sessions;
 mod settle;
 mod start;
 mod upkeep;
@@ -62,6 +63,9 @@ pub use messages::{
 };
 pub use runtime_sessions::{
     RUNTIME_SESSIONS, RuntimeSessionInfo, RuntimeSessionLimits, RuntimeStatus,
+};
+pub use sessions::{
+    CellTag, MAX_SESSION_CELLS, SessionInfo, SessionLimits, SessionStatus, parse_session_id,
 };
 pub use upkeep::Upkept;
 
@@ -138,6 +142,8 @@ pub struct ServiceConfig {
     pub record_cache_bytes: u64,
     /// How long runtime sessions live.
     pub runtime_sessions: RuntimeSessionLimits,
+    /// Python sessions' lifetimes and size.
+    pub sessions: SessionLimits,
 }
 
 /// The service.

@@ -144,7 +144,7 @@ impl Service {
         }
         tracing::info!(execution = %record.id_hex(), round = state.round, "running a round again after its node died");
         metrics::counter!("baton_rounds_run_again_total").increment(1);
-        let step = self.run_answered(&running, &mut record).await?;
+        let (step, _) = self.run_answered(&running, &mut record).await?;
         self.settle(record, running, step, Claimed::RunAgain)
             .await?;
         let (bytes, state) = self.load_state(id, state.owner).await?;

@@ -251,6 +251,7 @@ impl Service {
                     token,
                     calls,
                     round: record.round_count() as u32,
+                    cell: None,
                 })
             }
             Step::Completed => {
@@ -404,13 +405,25 @@ impl Service {
         };
         let record_keys = self.forget_parts_of(record);
         let deletes = slices(&record_keys);
+        let journal = self.cell_journal(record, state.owner, failure.as_ref())?;
+        let state_bytes = ended.encode();
+        let (ended_key, kept_key) = (state_key(&record.id), outcome_key(&record.id));
+        let mut puts: Vec<(&[u8], &[u8])> =
+            vec![(&ended_key, &state_bytes), (&kept_key, &outcome_bytes)];
+        if let Some((key, bytes)) = &journal {
+            puts.push((key, bytes));
+        }
+        // A session's cell the client saw is never lost: its end is on
+        // disk before its answer.
+        let flush = if record.cell.is_some() {
+            Flush::BeforeReply
+        } else {
+            flush
+        };
         self.write_batch(
             state,
             Writes::End {
-                puts: &[
-                    (&state_key(&record.id), &ended.encode()),
-                    (&outcome_key(&record.id), &outcome_bytes),
-                ],
+                puts: &puts,
                 deletes: &deletes,
             },
             flush,
@@ -422,6 +435,8 @@ impl Service {
             },
         )
         .await?;
+        self.settle_cell(record, state.owner, journal.as_ref().map(|(_, j)| &j[..]))
+            .await;
         let mut reply =
             Reply::from_outcome(record.id_hex(), outcome, record.round_count() as u32, kind);
         if let Reply::Ended { directories, .. } = &mut reply

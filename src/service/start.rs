@@ -112,7 +112,7 @@ impl Service {
     /// cannot pause, and a store that does not flush while code runs
     /// ([`crate::store::Store::flush_while_running`]) flushes its pause:
     /// then the record is not stored, nothing is flushed.
-    async fn store_start(
+    pub(super) async fn store_start(
         &self,
         record: &mut ExecutionRecord,
         state: &ExecState,

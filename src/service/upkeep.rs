@@ -191,6 +191,7 @@ impl Service {
             .count_usage(&usage)
             .await
             .map_err(ServiceError::from)?;
+        self.count_sessions(&usage).await?;
         self.usage.replace_with(usage);
         Ok(())
     }
@@ -227,6 +228,7 @@ impl Service {
         }
         if turn.is_some() {
             self.sweep_the_rest(now).await?;
+            done.swept += self.sweep_sessions(now).await?;
             done.swept_files = self.sweep_files(now).await?;
             self.sweep(Swept::NodeAddresses).await?;
             self.store

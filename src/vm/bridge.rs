@@ -324,6 +324,19 @@ pub mod _baton {
         with_host(|host| host.directories.push(name));
     }
 
+    /// Reports one global name a session's cell left (at its end): at
+    /// most [`crate::journal::MAX_NAMES`], each text cut to
+    /// [`crate::journal::MAX_NAME_TEXT`] characters.
+    #[pyfunction]
+    fn name(name: String, ty: String, repr: String) {
+        with_host(|host| {
+            if host.names.len() < crate::journal::MAX_NAMES {
+                host.names
+                    .push(crate::journal::NameInfo::cut(name, ty, repr));
+            }
+        });
+    }
+
     /// The next `n` bytes of the execution's entropy stream.
     #[pyfunction]
     fn entropy(n: usize) -> Vec<u8> {

@@ -17,9 +17,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::failure::{Failure, Stream};
-use crate::journal::{CallResult, FrameSummary, Round, WorkspaceFile};
+use crate::journal::{CallResult, FrameSummary, NameInfo, Round, WorkspaceFile};
 use crate::sandbox::protocol::{
-    ChildLimits, ChildOutcome, FromChild, PendingCall, StartJob, ToChild, read_frame, write_frame,
+    ChildLimits, ChildOutcome, EarlierCell, FromChild, PendingCall, StartJob, ToChild, read_frame,
+    write_frame,
 };
 use crate::vm::clock::{Clock, Entropy};
 use crate::vm::exit::exit_now;
@@ -59,11 +60,35 @@ pub struct Host {
     pub removed: Vec<String>,
     /// Directories the code left empty, reported at its end.
     pub directories: Vec<String>,
+    /// A session's cell: the names its globals hold, reported at its end.
+    pub names: Vec<NameInfo>,
+    /// While an earlier cell of a session runs again: its number (from 1)
+    /// and how it ended; the current cell's own job waits in `current`.
+    earlier: Option<(usize, Option<Failure>)>,
+    /// The current cell's replay, output, clock, entropy and files, kept
+    /// aside while the earlier cells run.
+    current: Option<CellJob>,
+}
+
+/// What one cell (or a whole execution) runs from: the part of a job that
+/// differs between a session's cells.
+struct CellJob {
+    replay: Vec<Round>,
+    recorded_stdout: String,
+    recorded_stderr: String,
+    clock0: crate::journal::ClockBase,
+    seed: [u8; 32],
+    files: Vec<WorkspaceFile>,
 }
 
 impl Host {
     /// Reads the start job from the socket and sets up the execution.
-    pub fn from_socket(reader: UnixStream, shared: Arc<Shared>) -> Result<(Host, String), String> {
+    /// Returns the host, the program, and the earlier cells of a session
+    /// to run before it ([`Host::begin_earlier`]).
+    pub fn from_socket(
+        reader: UnixStream,
+        shared: Arc<Shared>,
+    ) -> Result<(Host, String, Vec<EarlierCell>), String> {
         let mut reader = reader;
         let job = match read_frame::<ToChild>(&mut reader) {
             Ok(ToChild::Start(job)) => job,
@@ -79,31 +104,146 @@ impl Host {
             recorded_stderr,
             limits,
             files,
+            earlier,
         } = *job;
-        let host = Host {
+        let mut host = Host {
             reader,
             shared,
-            replay: replay.into(),
+            replay: VecDeque::new(),
             replayed: 0,
-            recorded_stdout,
-            recorded_stderr,
+            recorded_stdout: String::new(),
+            recorded_stderr: String::new(),
             clock: Clock::new(clock0),
             entropy: Entropy::new(seed),
             limits,
             divergence: None,
             over_cap: None,
             stretch_started: Instant::now(),
-            files,
+            files: Vec::new(),
             produced: Vec::new(),
             removed: Vec::new(),
             directories: Vec::new(),
+            names: Vec::new(),
+            earlier: None,
+            current: None,
         };
-        Ok((host, program_json))
+        let job = CellJob {
+            replay,
+            recorded_stdout,
+            recorded_stderr,
+            clock0,
+            seed,
+            files,
+        };
+        // A session's earlier cells run first; the job waits for them.
+        if earlier.is_empty() {
+            host.load(job);
+        } else {
+            host.current = Some(job);
+        }
+        Ok((host, program_json, earlier))
     }
 
-    /// True while journal rounds remain to be replayed.
+    /// Makes `job` the one the code runs from.
+    fn load(&mut self, job: CellJob) {
+        self.replay = job.replay.into();
+        self.replayed = 0;
+        self.recorded_stdout = job.recorded_stdout;
+        self.recorded_stderr = job.recorded_stderr;
+        self.clock = Clock::new(job.clock0);
+        self.entropy = Entropy::new(job.seed);
+        self.files = job.files;
+    }
+
+    /// Before the earlier cell number `number` of a session runs again: its
+    /// journal, output, clock, entropy and files replace the current cell's
+    /// (kept aside until [`Host::begin_current`]).
+    pub fn begin_earlier(&mut self, number: usize, cell: EarlierCell) {
+        self.earlier = Some((number, cell.ended));
+        self.load(CellJob {
+            replay: cell.replay,
+            recorded_stdout: cell.stdout,
+            recorded_stderr: cell.stderr,
+            clock0: cell.clock0,
+            seed: cell.seed,
+            files: cell.files,
+        });
+    }
+
+    /// After an earlier cell ran again: it must have made every call of its
+    /// journal, ended as it did, and written what it wrote; its output is
+    /// then dropped (the client had it). The first difference is the
+    /// execution's failure.
+    pub fn end_earlier(&mut self, error: Option<Failure>) -> Result<(), Failure> {
+        let Some((number, ended)) = self.earlier.take() else {
+            return Ok(());
+        };
+        if let Some(divergence) = &self.divergence {
+            return Err(divergence.clone());
+        }
+        let error = match self.over_cap {
+            Some(stream) => Some(Failure::OutputCap(stream)),
+            None => error,
+        };
+        let difference = if !self.replay.is_empty() {
+            Some(format!(
+                "it ended with {} rounds of its journal left",
+                self.replay.len()
+            ))
+        } else if error != ended {
+            Some(format!(
+                "it ended with {error:?}, its journal says {ended:?}"
+            ))
+        } else {
+            self.compare_whole_output().err()
+        };
+        if let Some(difference) = difference {
+            return Err(Failure::NonDeterminism(format!(
+                "Non-deterministic replay of session cell {number}: {difference}"
+            )));
+        }
+        if let Ok(mut output) = self.shared.output.lock() {
+            *output = Default::default();
+        }
+        self.produced.clear();
+        self.removed.clear();
+        self.directories.clear();
+        self.names.clear();
+        Ok(())
+    }
+
+    /// After the earlier cells: the current cell's job back in place.
+    pub fn begin_current(&mut self) {
+        if let Some(job) = self.current.take() {
+            self.load(job);
+        }
+    }
+
+    fn compare_whole_output(&self) -> Result<(), String> {
+        let Ok(output) = self.shared.output.lock() else {
+            return Ok(());
+        };
+        if output.stdout != self.recorded_stdout {
+            return Err(describe_output_difference(
+                "stdout",
+                &self.recorded_stdout,
+                &output.stdout,
+            ));
+        }
+        if output.stderr != self.recorded_stderr {
+            return Err(describe_output_difference(
+                "stderr",
+                &self.recorded_stderr,
+                &output.stderr,
+            ));
+        }
+        Ok(())
+    }
+
+    /// True while journal rounds remain to be replayed, and all through an
+    /// earlier cell of a session (its sleeps stay virtual).
     pub fn replaying(&self) -> bool {
-        !self.replay.is_empty()
+        !self.replay.is_empty() || self.earlier.is_some()
     }
 
     /// Starts the live part if there is nothing to replay.
@@ -168,6 +308,16 @@ impl Host {
         }
         match self.replay.pop_front() {
             Some(round) => self.replay_pause(calls, round),
+            None if self.earlier.is_some() => {
+                let line = calls.first().map_or(0, |c| c.line);
+                let failure = Failure::replay_differs(
+                    self.replayed + 1,
+                    line,
+                    "an earlier cell of the session made calls its journal lacks",
+                );
+                self.divergence = Some(failure.clone());
+                Err(failure)
+            }
             None => self.live_pause(calls, frame),
         }
     }
@@ -299,6 +449,7 @@ impl Host {
             Some(error) => ChildOutcome::Failed(error),
             None => ChildOutcome::Completed,
         };
+        let names = std::mem::take(&mut self.names);
         self.send(&FromChild::Finished {
             outcome,
             files,
@@ -307,6 +458,7 @@ impl Host {
             stdout,
             stderr,
             run_us,
+            names,
         });
         exit_now()
     }

@@ -434,13 +434,36 @@ fn child_main(
     if crate::sandbox::seccomp::lock_down(identity).is_err() {
         exit::exit_now();
     }
-    let (mut host, program_json) = match host::Host::from_socket(stream, shared) {
+    let (host, program_json, earlier) = match host::Host::from_socket(stream, shared) {
         Ok(started) => started,
         Err(_) => exit::exit_now(),
     };
-    host.begin();
     bridge::install_host(host);
+    run_earlier_cells(vm, earlier);
+    bridge::with_host(|host| {
+        host.begin_current();
+        host.begin();
+    });
     let error = run_program(vm, &program_json);
+    finish(error)
+}
+
+/// Runs a session's earlier cells again, in order, in the globals the
+/// current cell will run in; the first that does not do what its journal
+/// says ends the execution.
+fn run_earlier_cells(vm: &VirtualMachine, earlier: Vec<crate::sandbox::protocol::EarlierCell>) {
+    for (index, mut cell) in earlier.into_iter().enumerate() {
+        let program_json = std::mem::take(&mut cell.program_json);
+        bridge::with_host(|host| host.begin_earlier(index + 1, cell));
+        let error = run_program(vm, &program_json);
+        if let Some(Err(failure)) = bridge::with_host(|host| host.end_earlier(error)) {
+            finish(Some(failure))
+        }
+    }
+}
+
+/// Reports the end and exits.
+fn finish(error: Option<Failure>) -> ! {
     match bridge::with_host(|host| host.finish(error)) {
         Some(never) => never,
         None => exit::exit_now(),

@@ -167,6 +167,7 @@ fn hard_timeout(shared: &Shared) -> ! {
         stdout,
         stderr,
         run_us: 0,
+        names: Vec::new(),
     };
     if let Ok(mut writer) = shared.writer.try_lock() {
         let _ = write_frame(&mut *writer, &message);

@@ -22,6 +22,11 @@ Writes one JSON object on stdout:
   {"stdout", "stderr", "error" (null when completed),
    "rounds": [[{"tool", "input" (JSON text), "ok", "payload"}...]...]}
 
+A session: {"cells": [program...], "seeds": ["<64 hex>"...], "wall0",
+"step"} runs the programs as cells of one session (one globals dict, one
+event loop; native mode) and writes {"cells": [report...]}, one report
+(the object above) per cell.
+
 The fake `_baton` below mirrors src/vm/host.rs and src/vm/bridge.rs: keep
 them in step.
 """
@@ -247,17 +252,13 @@ class NativeCalls:
             if inspect.getcoroutinestate(coroutine) == inspect.CORO_CREATED:
                 coroutine.close()
                 sys.stderr.write("%s:%d: RuntimeWarning: coroutine '%s' was never awaited (the tool was not called)\n"
-                                 % (self.runtime.FILENAME, line, name))
+                                 % (self.runtime._user_files[-1], line, name))
         self.made = []
 
 
-def run_native(runtime, fake, program):
-    """Runs the program's own source under CPython with coroutine tools."""
+def _loop_class(calls):
+    """An asyncio loop with no I/O whose idle turns send `calls`' round."""
     import asyncio.base_events
-    import warnings
-
-    warnings.simplefilter("ignore", RuntimeWarning)
-    calls = NativeCalls(fake, runtime, program)
 
     class Loop(asyncio.base_events.BaseEventLoop):
         def __init__(self):
@@ -274,27 +275,43 @@ def run_native(runtime, fake, program):
         _loop_factory = Loop
 
     asyncio.set_event_loop_policy(Policy())
+    return Loop
+
+
+def _native_bindings(runtime, calls, program):
+    """What a program finds bound: its tools as coroutine functions, the
+    `tools` namespace, `ToolError` (no site list: nothing is rewritten)."""
+    funcs = {t["python"]: calls.function(t) for t in program["tools"]}
+    bound = dict(funcs)
+    if "tools" not in funcs:
+        bound["tools"] = runtime._Tools(funcs)
+    bound["ToolError"] = bound["ToolExecutionError"] = runtime.ToolError
+    return bound
+
+
+def _start(runtime, fake, program):
+    """The process state every program (or a session's first cell) starts
+    from: streams, seed, argv, limits, an empty workspace; its globals."""
     sys.stdout = runtime._Stream(1, "<stdout>")
     sys.stderr = runtime._Stream(2, "<stderr>")
     runtime._reseed()
     sys.argv = ["main.py"] + program["argv"]
-    source = program["original"]
-    runtime.linecache.cache[runtime.FILENAME] = (len(source), None, source.splitlines(True), runtime.FILENAME)
     limits = program["limits"]
     runtime._recursion_cap = limits["recursion_cap"]
     runtime._calls_per_round = limits["calls_per_round"]
     runtime._WS.reset(fake.workspace(), limits["workspace_bytes"], limits["workspace_files"])
     g = {"__name__": "__main__", "__builtins__": __builtins__, "__doc__": None}
     g.update(runtime.PRE_IMPORTED)
-    funcs = {t["python"]: calls.function(t) for t in program["tools"]}
-    g.update(funcs)
-    if "tools" not in funcs:
-        g["tools"] = runtime._Tools(funcs)
-    g["ToolError"] = g["ToolExecutionError"] = runtime.ToolError
+    return g
+
+
+def _run_source(runtime, calls, source, filename, g, loop):
+    """Compiles `source` with top-level await and runs it in `g` (on `loop`
+    when it awaits); the error line, or None."""
+    runtime.linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     try:
-        code = runtime._real_compile(source, runtime.FILENAME, "exec", runtime.PyCF_ALLOW_TOP_LEVEL_AWAIT, True)
+        code = runtime._real_compile(source, filename, "exec", runtime.PyCF_ALLOW_TOP_LEVEL_AWAIT, True)
         if code.co_flags & runtime.CO_COROUTINE:
-            loop = Loop()
             asyncio.set_event_loop(loop)
             loop.run_until_complete(eval(code, g))
         else:
@@ -309,6 +326,52 @@ def run_native(runtime, fake, program):
     calls.never_awaited()
     runtime._WS.finish()
     return None
+
+
+def run_native(runtime, fake, program):
+    """Runs the program's own source under CPython with coroutine tools."""
+    import warnings
+
+    warnings.simplefilter("ignore", RuntimeWarning)
+    calls = NativeCalls(fake, runtime, program)
+    loop_class = _loop_class(calls)
+    g = _start(runtime, fake, program)
+    g.update(_native_bindings(runtime, calls, program))
+    return _run_source(runtime, calls, program["original"], runtime.FILENAME, g, loop_class())
+
+
+def run_cells(runtime, fake, programs, seeds):
+    """A session: each program a cell, run in order in one globals dict on
+    one event loop, as `python -m asyncio` would; each cell with its own
+    seed, output and rounds, and tools bound again before it as baton binds
+    them (`bind_cell`). Returns one report per cell."""
+    import warnings
+
+    warnings.simplefilter("ignore", RuntimeWarning)
+    calls = NativeCalls(fake, runtime, programs[0])
+    loop = _loop_class(calls)()
+    g = _start(runtime, fake, programs[0])
+    reports = []
+    for number, (program, seed) in enumerate(zip(programs, seeds), 1):
+        fake.out, fake.err, fake.rounds = [], [], []
+        fake.seed, fake.counter, fake.pool = bytes.fromhex(seed), 0, b""
+        sys.stdout = runtime._Stream(1, "<stdout>")
+        sys.stderr = runtime._Stream(2, "<stderr>")
+        runtime._reseed()
+        filename = "<cell %d>" % number
+        bound = _native_bindings(runtime, calls, program)
+        if number == 1:
+            runtime._user_files[:] = [filename]
+            g.update(bound)
+            runtime._injected.clear()
+            runtime._injected.update(g)
+        else:
+            runtime._user_files.append(filename)
+            runtime.bind_cell(g, bound)
+        error = _run_source(runtime, calls, program["original"], filename, g, loop)
+        reports.append({"stdout": "".join(fake.out), "stderr": "".join(fake.err),
+                        "error": error, "rounds": fake.rounds})
+    return reports
 
 
 def failure_text(failure):
@@ -346,6 +409,11 @@ def main():
     # The zygote's warm-up reads the clock and entropy with fixed values;
     # a child then starts from the execution's own.
     fake.reads, fake.slept = 0, 0.0
+    if "cells" in request:
+        reports = run_cells(runtime, fake, request["cells"], request["seeds"])
+        sys.stdout = real_stdout
+        json.dump({"cells": reports}, real_stdout)
+        return
     if request.get("mode", "native") == "native":
         error = run_native(runtime, fake, request["program"])
     else:

@@ -1,0 +1,988 @@
+//! Python sessions (`POST /sessions`, `POST /sessions/{id}/exec`): a
+//! namespace that lives from cell to cell, durably. A session is the
+//! ordered list of its ended cells' journals; each cell is an ordinary
+//! execution (its record, its token, its rounds, paused and continued
+//! through `/exec/programmatic` as any other) whose record says where it
+//! stands in its session (`ExecutionRecord::cell`). A cell run in a fresh
+//! child first runs the earlier cells again in the same globals, each
+//! answered from its journal and checked against it (`vm/host.rs`), so the
+//! namespace is back as it was, identical to one CPython process.
+//!
+//! Stored:
+//! - `y/<owner 8><session 16>`: the [`SessionRecord`]: its lifetime, its
+//!   files' storage session, its cells (execution, marker, bytes), the
+//!   tools declared so far, the names of its last cell, its clocks, and
+//!   the cell that holds it now;
+//! - `z/<owner 8><session 16><cell u32 BE>`: a [`StoredCell`]: the ended
+//!   cell's record parts, how it ended, what it left.
+//!
+//! Invariants:
+//! - One cell at a time: a cell is started only by a compare-and-swap that
+//!   sets the session's holder while no live hold is on it. A hold is live
+//!   while its execution's state is running or paused and not expired
+//!   (a first round left running by a dead node is not live).
+//! - A cell that ended by itself (completed, raised, exited) is committed:
+//!   its journal is written in the same batch as its end (guarded by its
+//!   running state), flushed before its answer, then the session lists it.
+//!   A crash between the two is repaired by the next request that finds the
+//!   dead hold (rolled forward). A cell stopped from outside (time, memory,
+//!   output, a cancel, a crash, a replay that differs) is not committed: the
+//!   session keeps its earlier cells.
+//! - A session is a principal's: its keys start with the owner, so another
+//!   principal's id answers exactly as a missing one (404).
+//! - Site ids are unique in a session: cell `k`'s start at
+//!   `(k - 1) * CELL_SITE_STRIDE`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::auth::Principal;
+use crate::engine::{EngineError, ExecutionSpec, ResumeKind};
+use crate::failure::Failure;
+use crate::journal::{ClockBase, EndedCell, ExecutionRecord, NameInfo, SessionCell};
+use crate::quota::Item;
+use crate::state::{ExecState, Status};
+use crate::tools::ToolDef;
+
+use super::error::ServiceError;
+use super::messages::{Reply, StartRequest};
+use super::records::slices;
+use super::{Service, now_secs};
+
+/// The store's prefix of Python sessions.
+pub(super) const SESSIONS: &[u8] = b"y/";
+/// The store's prefix of their cells' journals.
+pub(super) const SESSION_CELLS: &[u8] = b"z/";
+/// The most cells a session may be configured to hold (site ids of every
+/// cell fit in a `u32`).
+pub const MAX_SESSION_CELLS: u32 = 4095;
+/// Site ids a cell may use: cell `k`'s are `(k - 1) * CELL_SITE_STRIDE`
+/// and up (a cell's source, at most 256 KiB by default, has far fewer
+/// call sites).
+const CELL_SITE_STRIDE: u32 = 1 << 20;
+/// The first byte of every stored value of this module.
+const FORMAT: u8 = 1;
+
+/// Lifetimes and size of Python sessions.
+#[derive(Clone, Copy, Debug)]
+pub struct SessionLimits {
+    /// Seconds a session lives after its last cell, by default.
+    pub ttl_secs: u64,
+    /// The longest lifetime a creation may ask for.
+    pub max_ttl_secs: u64,
+    /// Cells per session.
+    pub max_cells: u32,
+}
+
+/// Whether a cell holds the session now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionStatus {
+    /// No cell runs or waits: the next may start.
+    Idle,
+    /// A cell runs or is paused at tool calls.
+    Busy,
+}
+
+impl SessionStatus {
+    /// Its name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            SessionStatus::Idle => "idle",
+            SessionStatus::Busy => "busy",
+        }
+    }
+}
+
+/// A session as its principal sees it.
+#[derive(Clone, Debug)]
+pub struct SessionInfo {
+    /// `ps_` and 32 hex digits.
+    pub session_id: String,
+    /// Cells it holds (ended by themselves).
+    pub cells: u32,
+    /// Idle or busy.
+    pub status: SessionStatus,
+    /// Unix seconds of its creation.
+    pub created: u64,
+    /// Unix seconds after which it is gone (unless a cell runs before).
+    pub expires_at: u64,
+    /// The names its last cell left.
+    pub names: Vec<NameInfo>,
+    /// The storage session of its files (`/mnt/data`).
+    pub files_session: String,
+}
+
+/// What a session cell's answer says of its session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CellTag {
+    /// The session.
+    pub session_id: String,
+    /// The cell's number, from 1.
+    pub cell: u32,
+    /// `new` (the first cell), `hot` (the child held the namespace) or
+    /// `cold` (a fresh child rebuilt it by replay).
+    pub resumed: &'static str,
+}
+
+impl CellTag {
+    /// The tag of the cell `cell` resumed as `kind`.
+    pub fn of(cell: &SessionCell, kind: ResumeKind) -> CellTag {
+        CellTag {
+            session_id: session_id_text(&cell.session),
+            cell: cell.index,
+            resumed: kind.of_cell(cell.index),
+        }
+    }
+}
+
+/// A session as stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct SessionRecord {
+    created: u64,
+    ttl_secs: u64,
+    last_used: u64,
+    files_session: String,
+    cells: Vec<CellRef>,
+    tools: Vec<ToolDef>,
+    names: Vec<NameInfo>,
+    holder: Option<[u8; 16]>,
+    /// The first cell's start clock and the last clock the last cell saw.
+    clocks: Option<(ClockBase, ClockBase)>,
+}
+
+/// An ended cell, as its session lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct CellRef {
+    execution: [u8; 16],
+    marker: String,
+    bytes: u64,
+}
+
+/// An ended cell's journal and what it left.
+#[derive(Debug, Serialize, Deserialize)]
+struct StoredCell {
+    execution: [u8; 16],
+    start: Vec<u8>,
+    rounds: Vec<Vec<u8>>,
+    progress: Vec<u8>,
+    ended: Option<Failure>,
+    names: Vec<NameInfo>,
+    last_clock: ClockBase,
+    tools: Vec<ToolDef>,
+    marker: String,
+}
+
+fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    let mut out = vec![FORMAT];
+    // Plain data into memory: bincode does not fail on it.
+    let _ = bincode::serialize_into(&mut out, value);
+    out
+}
+
+fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Option<T> {
+    match bytes.split_first() {
+        Some((&FORMAT, body)) => bincode::deserialize(body).ok(),
+        _ => None,
+    }
+}
+
+impl SessionRecord {
+    fn expires_at(&self) -> u64 {
+        self.last_used.saturating_add(self.ttl_secs)
+    }
+
+    fn bytes(&self) -> u64 {
+        self.cells.iter().map(|c| c.bytes).sum()
+    }
+}
+
+fn session_key(owner: [u8; 8], id: &[u8; 16]) -> Vec<u8> {
+    [SESSIONS, &owner[..], &id[..]].concat()
+}
+
+fn cells_prefix(owner: [u8; 8], id: &[u8; 16]) -> Vec<u8> {
+    [SESSION_CELLS, &owner[..], &id[..]].concat()
+}
+
+fn cell_key(owner: [u8; 8], id: &[u8; 16], index: u32) -> Vec<u8> {
+    [&cells_prefix(owner, id)[..], &index.to_be_bytes()[..]].concat()
+}
+
+/// `ps_` and the id's hex.
+fn session_id_text(id: &[u8; 16]) -> String {
+    format!("ps_{}", hex::encode(id))
+}
+
+/// A session id from its text; `NotFound` for anything else (an id that
+/// cannot exist is a session this principal does not have).
+pub fn parse_session_id(text: &str) -> Result<[u8; 16], ServiceError> {
+    let hex_part = text.strip_prefix("ps_").ok_or(ServiceError::NotFound)?;
+    let bytes = hex::decode(hex_part).map_err(|_| ServiceError::NotFound)?;
+    bytes.try_into().map_err(|_| ServiceError::NotFound)
+}
+
+/// The tools of a session after a cell that declares `declared`: each
+/// replaces the one of its name, the others are added.
+fn merge_tools(known: &[ToolDef], declared: Vec<ToolDef>) -> Vec<ToolDef> {
+    let mut tools: Vec<ToolDef> = known
+        .iter()
+        .filter(|tool| declared.iter().all(|d| d.name != tool.name))
+        .cloned()
+        .collect();
+    tools.extend(declared);
+    tools
+}
+
+/// The last clock a record's code saw: its last round's, or its start's.
+fn last_clock(record: &ExecutionRecord) -> ClockBase {
+    record
+        .rounds
+        .last()
+        .map_or(record.clock0, |r| r.resume_clock)
+}
+
+/// A stored session and the bytes it was read as (for the swap).
+struct Found {
+    bytes: Vec<u8>,
+    session: SessionRecord,
+}
+
+impl Service {
+    /// Makes a session for `owner`, living `ttl_secs` after its last cell
+    /// (the default when `None`; at most the configured maximum).
+    pub async fn create_session(
+        &self,
+        owner: [u8; 8],
+        ttl_secs: Option<u64>,
+    ) -> Result<SessionInfo, ServiceError> {
+        let limits = self.config.sessions;
+        let ttl_secs = match ttl_secs {
+            None => limits.ttl_secs,
+            Some(0) => {
+                return Err(ServiceError::Invalid(
+                    "ttl_seconds must be at least 1".into(),
+                ));
+            }
+            Some(asked) if asked > limits.max_ttl_secs => {
+                return Err(ServiceError::Invalid(format!(
+                    "ttl_seconds may be {} at most",
+                    limits.max_ttl_secs
+                )));
+            }
+            Some(asked) => asked,
+        };
+        let id: [u8; 16] = rand::random();
+        let now = now_secs();
+        let session = SessionRecord {
+            created: now,
+            ttl_secs,
+            last_used: now,
+            files_session: crate::workspace::new_session_id(),
+            cells: Vec::new(),
+            tools: Vec::new(),
+            names: Vec::new(),
+            holder: None,
+            clocks: None,
+        };
+        let key = session_key(owner, &id);
+        self.store
+            .compare_and_swap(&key, None, Some(&encode(&session)))
+            .await
+            .map_err(ServiceError::store)?
+            .map_err(|_| ServiceError::Unavailable("a session id was drawn twice".into()))?;
+        self.durability
+            .durable()
+            .await
+            .map_err(ServiceError::store)?;
+        metrics::counter!("baton_sessions_created_total").increment(1);
+        Ok(self.info_of(&id, &session, SessionStatus::Idle))
+    }
+
+    fn info_of(
+        &self,
+        id: &[u8; 16],
+        session: &SessionRecord,
+        status: SessionStatus,
+    ) -> SessionInfo {
+        SessionInfo {
+            session_id: session_id_text(id),
+            cells: session.cells.len() as u32,
+            status,
+            created: session.created,
+            expires_at: session.expires_at(),
+            names: session.names.clone(),
+            files_session: session.files_session.clone(),
+        }
+    }
+
+    /// The session `id_text` of `owner`, as it stands.
+    pub async fn session_info(
+        &self,
+        owner: [u8; 8],
+        id_text: &str,
+    ) -> Result<SessionInfo, ServiceError> {
+        let id = parse_session_id(id_text)?;
+        let found = self.settled_session(owner, &id).await?;
+        let status = self.status_of(&found.session).await?;
+        Ok(self.info_of(&id, &found.session, status))
+    }
+
+    /// `owner`'s sessions, oldest first (without their names).
+    pub async fn list_sessions(&self, owner: [u8; 8]) -> Result<Vec<SessionInfo>, ServiceError> {
+        let prefix = [SESSIONS, &owner[..]].concat();
+        let mut scan = crate::store::scan_prefix(self.store.as_ref(), &prefix);
+        let now = now_secs();
+        let mut sessions = Vec::new();
+        while let Some(pair) = scan.next().await {
+            let (key, bytes) = pair.map_err(ServiceError::store)?;
+            let Some(id) = key
+                .get(prefix.len()..)
+                .and_then(|rest| <[u8; 16]>::try_from(rest).ok())
+            else {
+                continue;
+            };
+            let Some(session) = decode::<SessionRecord>(&bytes) else {
+                continue;
+            };
+            if session.expires_at() <= now && self.live_holder(&session).await?.is_none() {
+                continue;
+            }
+            let status = self.status_of(&session).await?;
+            let mut info = self.info_of(&id, &session, status);
+            info.names.clear();
+            sessions.push(info);
+        }
+        sessions.sort_by_key(|info| info.created);
+        Ok(sessions)
+    }
+
+    /// Deletes the session `id_text` of `owner`: a cell that holds it is
+    /// cancelled, its journals go with it (its files expire with their
+    /// storage session).
+    pub async fn delete_session(&self, owner: [u8; 8], id_text: &str) -> Result<(), ServiceError> {
+        let id = parse_session_id(id_text)?;
+        let found = self.found_session(owner, &id).await?;
+        if let Some(holder) = found.session.holder {
+            match self.cancel_execution(owner, holder).await {
+                Ok(_) | Err(ServiceError::NotFound) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        self.delete_session_keys(owner, &id).await?;
+        Ok(())
+    }
+
+    async fn delete_session_keys(&self, owner: [u8; 8], id: &[u8; 16]) -> Result<(), ServiceError> {
+        let mut keys = vec![session_key(owner, id)];
+        let mut scan = crate::store::scan_prefix(self.store.as_ref(), &cells_prefix(owner, id));
+        while let Some(pair) = scan.next().await {
+            keys.push(pair.map_err(ServiceError::store)?.0);
+        }
+        self.store
+            .apply_batch(&[], &slices(&keys))
+            .await
+            .map_err(ServiceError::store)?;
+        self.usage.remove(&Item::Session(*id));
+        Ok(())
+    }
+
+    /// The stored session, or `NotFound` (missing, another principal's,
+    /// or expired with no cell holding it).
+    async fn found_session(&self, owner: [u8; 8], id: &[u8; 16]) -> Result<Found, ServiceError> {
+        let bytes = self
+            .store
+            .get(&session_key(owner, id))
+            .await
+            .map_err(ServiceError::store)?
+            .ok_or(ServiceError::NotFound)?;
+        let session = decode::<SessionRecord>(&bytes)
+            .ok_or_else(|| ServiceError::Corrupt("Session record is corrupt".into()))?;
+        if session.expires_at() <= now_secs() && self.live_holder(&session).await?.is_none() {
+            return Err(ServiceError::NotFound);
+        }
+        Ok(Found { bytes, session })
+    }
+
+    /// The stored session with a dead hold settled: the cell of a holder
+    /// that ended by itself but was not listed (a crash between its end
+    /// and the session's update) is listed, any other dead hold dropped.
+    async fn settled_session(&self, owner: [u8; 8], id: &[u8; 16]) -> Result<Found, ServiceError> {
+        loop {
+            let found = self.found_session(owner, id).await?;
+            let Some(holder) = found.session.holder else {
+                return Ok(found);
+            };
+            if self.live_holder(&found.session).await?.is_some() {
+                return Ok(found);
+            }
+            let mut session = found.session.clone();
+            session.holder = None;
+            let index = session.cells.len() as u32 + 1;
+            let stored = self
+                .store
+                .get(&cell_key(owner, id, index))
+                .await
+                .map_err(ServiceError::store)?
+                .and_then(|bytes| decode::<StoredCell>(&bytes).map(|cell| (bytes.len(), cell)));
+            if let Some((bytes, cell)) = stored.filter(|(_, cell)| cell.execution == holder) {
+                list_cell(&mut session, &cell, bytes as u64);
+            }
+            let swapped = self
+                .store
+                .compare_and_swap(
+                    &session_key(owner, id),
+                    Some(&found.bytes),
+                    Some(&encode(&session)),
+                )
+                .await
+                .map_err(ServiceError::store)?;
+            if swapped.is_ok() {
+                self.count_session(id, owner, &session);
+            }
+        }
+    }
+
+    /// The holder of `session` when its hold is live.
+    async fn live_holder(&self, session: &SessionRecord) -> Result<Option<[u8; 16]>, ServiceError> {
+        let Some(holder) = session.holder else {
+            return Ok(None);
+        };
+        let Some(bytes) = self
+            .store
+            .get(&crate::state::state_key(&holder))
+            .await
+            .map_err(ServiceError::store)?
+        else {
+            return Ok(None);
+        };
+        let Some(state) = ExecState::decode(&bytes) else {
+            return Ok(None);
+        };
+        let live = match state.status {
+            _ if state.expires_at <= now_secs() => false,
+            Status::Paused => true,
+            Status::Running if state.round > 0 => true,
+            // A first round: live unless its node died (nothing can
+            // continue it then).
+            Status::Running => self
+                .store
+                .node_alive(state.node)
+                .await
+                .map_err(ServiceError::store)?,
+            _ => false,
+        };
+        Ok(live.then_some(holder))
+    }
+
+    async fn status_of(&self, session: &SessionRecord) -> Result<SessionStatus, ServiceError> {
+        Ok(match self.live_holder(session).await? {
+            Some(_) => SessionStatus::Busy,
+            None => SessionStatus::Idle,
+        })
+    }
+
+    /// Runs `request` as the next cell of the session `id_text` of
+    /// `principal`, to its first pause or its end (continued through
+    /// `/exec/programmatic` as any execution). `expected_cell`, when
+    /// given, is the cell the client means: a cell already ended is
+    /// answered again (a retry whose answer was lost), never run twice.
+    pub async fn exec_cell(
+        &self,
+        principal: &Principal,
+        id_text: &str,
+        request: StartRequest,
+        expected_cell: Option<u32>,
+    ) -> Result<Reply, ServiceError> {
+        let owner = principal.owner;
+        let id = parse_session_id(id_text)?;
+        let _in_flight = self.engine.hold_for_request();
+        let found = self.settled_session(owner, &id).await?;
+        let index = found.session.cells.len() as u32 + 1;
+        if let Some(expected) = expected_cell
+            && expected != index
+        {
+            return self.answer_cell_again(owner, &id, &found, expected).await;
+        }
+        if self.live_holder(&found.session).await?.is_some() {
+            return Err(ServiceError::SessionBusy);
+        }
+        if index > self.config.sessions.max_cells {
+            return Err(ServiceError::SessionFull(self.config.sessions.max_cells));
+        }
+        self.admit(owner, request.code.len() as u64)?;
+        let client_request_id = request.request_id.clone();
+        let request_id = self
+            .begin_request(owner, client_request_id.as_deref())
+            .await?;
+        let mut record = self
+            .prepare_cell(principal, &id, &found.session, request)
+            .await?;
+        let held = SessionRecord {
+            holder: Some(record.id),
+            last_used: now_secs(),
+            ..found.session.clone()
+        };
+        let key = session_key(owner, &id);
+        let held_bytes = encode(&held);
+        self.store
+            .compare_and_swap(&key, Some(&found.bytes), Some(&held_bytes))
+            .await
+            .map_err(ServiceError::store)?
+            .map_err(|_| ServiceError::SessionBusy)?;
+        let state = ExecState {
+            status: Status::Running,
+            round: 0,
+            owner,
+            expires_at: self.running_expires_at(&record),
+            answered: None,
+            node: self.store.node(),
+        };
+        record.owner = owner;
+        let flushing = match self.store_start(&mut record, &state).await {
+            Ok(flushing) => flushing,
+            Err(error) => {
+                self.let_go(owner, &id, &record.id).await;
+                return Err(error);
+            }
+        };
+        self.link_request(owner, &request_id, record.id).await?;
+        if request_id.cancelled_early {
+            return self.cancel_now(record, state).await;
+        }
+        metrics::counter!("baton_executions_started_total").increment(1);
+        metrics::counter!("baton_session_cells_total").increment(1);
+        let earlier = self.earlier_cells(owner, &id, &held).await?;
+        let step = match self.engine.start_cell(&mut record, &earlier).await {
+            Ok(step) => step,
+            Err(error) => {
+                self.release(&record.id, &state).await;
+                self.let_go(owner, &id, &record.id).await;
+                return Err(ServiceError::Unavailable(error.to_string()));
+            }
+        };
+        let tag = record
+            .cell
+            .as_ref()
+            .map(|cell| CellTag::of(cell, ResumeKind::Cold));
+        let reply = self.settle(record, state, step, flushing).await?;
+        Ok(reply.tagged(tag))
+    }
+
+    /// The record of the next cell of `session`: its tools merged with the
+    /// session's, its files laid over the session's, its marker and sites
+    /// its own, its clock after the last cell's.
+    async fn prepare_cell(
+        &self,
+        principal: &Principal,
+        id: &[u8; 16],
+        session: &SessionRecord,
+        request: StartRequest,
+    ) -> Result<ExecutionRecord, ServiceError> {
+        let index = session.cells.len() as u32 + 1;
+        let markers: Vec<String> = session.cells.iter().map(|c| c.marker.clone()).collect();
+        if let Some(marker) = crate::rewrite::uses_marker(&request.code, &markers) {
+            return Err(ServiceError::Invalid(format!(
+                "`{marker}` is reserved in this session (an earlier cell's tool calls are reached by it)"
+            )));
+        }
+        let marker = crate::rewrite::choose_cell_marker(&request.code, index, &markers);
+        let workspace = self
+            .workspace_of(principal, &session.files_session, &[], &request.files)
+            .await?;
+        let spec = ExecutionSpec {
+            source: request.code,
+            tools: merge_tools(&session.tools, request.tools),
+            timeout_ms: request.timeout_ms,
+            session_id: session.files_session.clone(),
+            seed: None,
+            files: workspace.files,
+            argv: Vec::new(),
+            policy: request.policy,
+            lang: crate::program::Lang::Python,
+            read_only: workspace.read_only,
+            directories: Vec::new(),
+        };
+        let mut record = self
+            .engine
+            .prepare(spec)
+            .map_err(|e| ServiceError::Invalid(e.to_string()))?;
+        let cell = SessionCell {
+            session: *id,
+            index,
+            site_base: (index - 1).saturating_mul(CELL_SITE_STRIDE),
+            marker,
+        };
+        self.engine.place_cell(&mut record, cell, session.clocks);
+        Ok(record)
+    }
+
+    /// The answer to a cell request that names another cell than the
+    /// next: an ended cell's stored answer, or 409.
+    async fn answer_cell_again(
+        &self,
+        owner: [u8; 8],
+        id: &[u8; 16],
+        found: &Found,
+        expected: u32,
+    ) -> Result<Reply, ServiceError> {
+        let listed = expected
+            .checked_sub(1)
+            .and_then(|at| found.session.cells.get(at as usize));
+        let Some(cell) = listed else {
+            return Err(ServiceError::SessionBusy);
+        };
+        let outcome = self
+            .load_outcome(&cell.execution)
+            .await?
+            .ok_or(ServiceError::NotFound)?;
+        let tag = CellTag {
+            session_id: session_id_text(id),
+            cell: expected,
+            resumed: ResumeKind::Cold.of_cell(expected),
+        };
+        let _ = owner;
+        let reply = Reply::from_outcome(hex::encode(cell.execution), outcome, 0, None);
+        Ok(reply.tagged(Some(tag)))
+    }
+
+    /// Clears the session's hold of `execution` (a cell that did not run,
+    /// or was stopped from outside); a failure is logged (the hold then
+    /// lapses with its execution's state).
+    async fn let_go(&self, owner: [u8; 8], id: &[u8; 16], execution: &[u8; 16]) {
+        let updated = self
+            .update_session(owner, id, |session| {
+                (session.holder == Some(*execution)).then(|| SessionRecord {
+                    holder: None,
+                    ..session.clone()
+                })
+            })
+            .await;
+        if let Err(error) = updated {
+            tracing::warn!(%error, "a session's hold was not cleared; it lapses with its cell");
+        }
+    }
+
+    /// Applies `change` to the stored session by compare-and-swap (again
+    /// while another request changes it); `change` answering `None` leaves
+    /// it. Returns the session written, if any.
+    async fn update_session(
+        &self,
+        owner: [u8; 8],
+        id: &[u8; 16],
+        change: impl Fn(&SessionRecord) -> Option<SessionRecord>,
+    ) -> Result<Option<SessionRecord>, ServiceError> {
+        let key = session_key(owner, id);
+        loop {
+            let Some(bytes) = self.store.get(&key).await.map_err(ServiceError::store)? else {
+                return Ok(None);
+            };
+            let Some(changed) = decode::<SessionRecord>(&bytes).and_then(|s| change(&s)) else {
+                return Ok(None);
+            };
+            let swapped = self
+                .store
+                .compare_and_swap(&key, Some(&bytes), Some(&encode(&changed)))
+                .await
+                .map_err(ServiceError::store)?;
+            if swapped.is_ok() {
+                return Ok(Some(changed));
+            }
+        }
+    }
+
+    /// The earlier cells of the session `held` (all its listed cells), as
+    /// a cold start or resume runs them again.
+    async fn earlier_cells(
+        &self,
+        owner: [u8; 8],
+        id: &[u8; 16],
+        held: &SessionRecord,
+    ) -> Result<Vec<EndedCell>, ServiceError> {
+        let mut cells = Vec::with_capacity(held.cells.len());
+        for (at, listed) in held.cells.iter().enumerate() {
+            let index = at as u32 + 1;
+            let bytes = self
+                .store
+                .get(&cell_key(owner, id, index))
+                .await
+                .map_err(ServiceError::store)?
+                .ok_or_else(|| ServiceError::Corrupt(format!("session cell {index} is missing")))?;
+            let stored = decode::<StoredCell>(&bytes)
+                .filter(|cell| cell.execution == listed.execution)
+                .ok_or_else(|| ServiceError::Corrupt(format!("session cell {index} is corrupt")))?;
+            let record =
+                ExecutionRecord::from_parts(&stored.start, &stored.progress, &stored.rounds)
+                    .map_err(|e| ServiceError::Corrupt(format!("session cell {index}: {e}")))?;
+            cells.push(EndedCell {
+                record,
+                ended: stored.ended,
+            });
+        }
+        Ok(cells)
+    }
+
+    /// The earlier cells of the session of `record`, a cell (none for any
+    /// other execution).
+    pub(super) async fn earlier_cells_of(
+        &self,
+        record: &ExecutionRecord,
+    ) -> Result<Vec<EndedCell>, ServiceError> {
+        let Some(cell) = &record.cell else {
+            return Ok(Vec::new());
+        };
+        let found = self.found_session(record.owner, &cell.session).await?;
+        if found.session.holder != Some(record.id) {
+            // The session went on without this cell (its hold lapsed).
+            return Err(ServiceError::SessionBusy);
+        }
+        self.earlier_cells(record.owner, &cell.session, &found.session)
+            .await
+    }
+
+    /// Resumes `record` (answered) through the engine: a cell that must go
+    /// cold gets its session's earlier cells.
+    pub(super) async fn resume_with_history(
+        &self,
+        record: &mut ExecutionRecord,
+    ) -> Result<Result<(crate::engine::Step, ResumeKind), EngineError>, ServiceError> {
+        match self.engine.resume_answered(record).await {
+            Err(EngineError::HistoryNeeded) => {
+                let earlier = self.earlier_cells_of(record).await?;
+                Ok(self
+                    .engine
+                    .resume_answered_with(record, Some(&earlier))
+                    .await)
+            }
+            other => Ok(other),
+        }
+    }
+
+    /// The journal of an ended cell, to be written with its end (`None`
+    /// for a record that is no cell, or a cell stopped from outside).
+    pub(super) fn cell_journal(
+        &self,
+        record: &ExecutionRecord,
+        owner: [u8; 8],
+        failure: Option<&Failure>,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>, ServiceError> {
+        let Some(cell) = &record.cell else {
+            return Ok(None);
+        };
+        if !failure.is_none_or(Failure::is_the_codes_own) {
+            return Ok(None);
+        }
+        let mut whole = record.clone();
+        whole.stored = Default::default();
+        whole.pending = None;
+        let parts = whole
+            .new_parts()
+            .map_err(|e| ServiceError::Corrupt(e.to_string()))?;
+        let stored = StoredCell {
+            execution: record.id,
+            start: parts.start.unwrap_or_default(),
+            rounds: parts.rounds.into_iter().map(|(_, bytes)| bytes).collect(),
+            progress: parts.progress,
+            ended: failure.cloned(),
+            names: record.names.clone(),
+            last_clock: last_clock(record),
+            tools: record.tools.clone(),
+            marker: cell.marker.clone(),
+        };
+        Ok(Some((
+            cell_key(owner, &cell.session, cell.index),
+            encode(&stored),
+        )))
+    }
+
+    /// After a cell's end was written (with its journal, `journal_bytes`,
+    /// when it ended by itself): the session lists it and lets it go; a
+    /// cell stopped from outside only lets it go.
+    pub(super) async fn settle_cell(
+        &self,
+        record: &ExecutionRecord,
+        owner: [u8; 8],
+        journal: Option<&[u8]>,
+    ) {
+        let Some(cell) = &record.cell else {
+            return;
+        };
+        let Some(stored) = journal.and_then(decode::<StoredCell>) else {
+            self.let_go(owner, &cell.session, &record.id).await;
+            return;
+        };
+        let bytes = journal.map_or(0, |j| j.len() as u64);
+        let listed = self
+            .update_session(owner, &cell.session, |session| {
+                let next = session.cells.len() as u32 + 1;
+                (session.holder == Some(record.id) && next == cell.index).then(|| {
+                    let mut session = session.clone();
+                    session.holder = None;
+                    session.last_used = now_secs();
+                    list_cell(&mut session, &stored, bytes);
+                    session
+                })
+            })
+            .await;
+        match listed {
+            Ok(Some(session)) => self.count_session(&cell.session, owner, &session),
+            Ok(None) => tracing::warn!(
+                execution = %record.id_hex(),
+                "a cell ended after its session went on without it (deleted, or its hold lapsed); it is not listed"
+            ),
+            Err(error) => tracing::warn!(
+                execution = %record.id_hex(), %error,
+                "a cell's session was not updated; the next request to it lists the cell"
+            ),
+        }
+    }
+
+    /// Counts what a session stores for its owner's cap.
+    fn count_session(&self, id: &[u8; 16], owner: [u8; 8], session: &SessionRecord) {
+        self.usage.set(
+            Item::Session(*id),
+            owner,
+            session.bytes(),
+            session.expires_at(),
+        );
+    }
+
+    /// Counts every stored session into `usage` (when the usage is counted
+    /// anew).
+    pub(super) async fn count_sessions(
+        &self,
+        usage: &crate::quota::KeyUsage,
+    ) -> Result<(), ServiceError> {
+        let mut scan = crate::store::scan_prefix(self.store.as_ref(), SESSIONS);
+        while let Some(pair) = scan.next().await {
+            let (key, bytes) = pair.map_err(ServiceError::store)?;
+            if let (Some((owner, id)), Some(session)) =
+                (split_session_key(&key), decode::<SessionRecord>(&bytes))
+            {
+                usage.set(
+                    Item::Session(id),
+                    owner,
+                    session.bytes(),
+                    session.expires_at(),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes the sessions expired at `now` that no cell holds, with
+    /// their journals; returns how many.
+    pub(super) async fn sweep_sessions(&self, now: u64) -> Result<usize, ServiceError> {
+        let mut gone = Vec::new();
+        let mut scan = crate::store::scan_prefix(self.store.as_ref(), SESSIONS);
+        while let Some(pair) = scan.next().await {
+            let (key, bytes) = pair.map_err(ServiceError::store)?;
+            let Some((owner, id)) = split_session_key(&key) else {
+                continue;
+            };
+            let Some(session) = decode::<SessionRecord>(&bytes) else {
+                continue;
+            };
+            if session.expires_at() <= now && self.live_holder(&session).await?.is_none() {
+                gone.push((owner, id));
+            }
+        }
+        for (owner, id) in &gone {
+            self.delete_session_keys(*owner, id).await?;
+        }
+        Ok(gone.len())
+    }
+}
+
+/// The owner and id a session key names.
+fn split_session_key(key: &[u8]) -> Option<([u8; 8], [u8; 16])> {
+    let rest = key.strip_prefix(SESSIONS)?;
+    let owner = <[u8; 8]>::try_from(rest.get(..8)?).ok()?;
+    let id = <[u8; 16]>::try_from(rest.get(8..)?).ok()?;
+    Some((owner, id))
+}
+
+/// Lists an ended cell in its session: its names become the session's,
+/// its tools the session's, its last clock the session's.
+fn list_cell(session: &mut SessionRecord, cell: &StoredCell, bytes: u64) {
+    let first = session.clocks.map_or(cell.last_clock, |(first, _)| first);
+    session.clocks = Some((first, cell.last_clock));
+    session.names.clone_from(&cell.names);
+    session.tools.clone_from(&cell.tools);
+    session.cells.push(CellRef {
+        execution: cell.execution,
+        marker: cell.marker.clone(),
+        bytes,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str, description: &str) -> ToolDef {
+        ToolDef {
+            name: name.into(),
+            description: Some(description.into()),
+            parameters: None,
+        }
+    }
+
+    #[test]
+    fn session_ids_round_trip_and_anything_else_is_not_found() {
+        let id = [7u8; 16];
+        let text = session_id_text(&id);
+        assert!(text.starts_with("ps_") && text.len() == 35);
+        assert_eq!(parse_session_id(&text).ok(), Some(id));
+        for bad in [
+            "",
+            "ps_",
+            "ps_00",
+            &text[3..],
+            "rt_0707",
+            &format!("{text}00"),
+        ] {
+            assert!(
+                matches!(parse_session_id(bad), Err(ServiceError::NotFound)),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_cells_tools_replace_those_of_their_name_and_add_the_others() {
+        let known = vec![tool("a", "old a"), tool("b", "b")];
+        let merged = merge_tools(&known, vec![tool("a", "new a"), tool("c", "c")]);
+        let described: Vec<(&str, &str)> = merged
+            .iter()
+            .map(|t| (t.name.as_str(), t.description.as_deref().unwrap_or("")))
+            .collect();
+        assert_eq!(described, [("b", "b"), ("a", "new a"), ("c", "c")]);
+    }
+
+    #[test]
+    fn stored_values_round_trip_and_other_bytes_do_not_decode() {
+        let session = SessionRecord {
+            created: 1,
+            ttl_secs: 60,
+            last_used: 5,
+            files_session: "s".into(),
+            cells: vec![CellRef {
+                execution: [1; 16],
+                marker: "_Bc1".into(),
+                bytes: 10,
+            }],
+            tools: vec![tool("a", "a")],
+            names: vec![NameInfo::cut("x".into(), "int".into(), "1".into())],
+            holder: Some([2; 16]),
+            clocks: None,
+        };
+        let bytes = encode(&session);
+        assert_eq!(decode::<SessionRecord>(&bytes), Some(session.clone()));
+        assert_eq!(session.expires_at(), 65);
+        assert_eq!(session.bytes(), 10);
+        assert_eq!(decode::<SessionRecord>(&bytes[1..]), None);
+        assert_eq!(decode::<SessionRecord>(&[]), None);
+        let key = session_key([3; 8], &[4; 16]);
+        assert_eq!(split_session_key(&key), Some(([3; 8], [4; 16])));
+        assert!(cell_key([3; 8], &[4; 16], 2).starts_with(&cells_prefix([3; 8], &[4; 16])));
+    }
+}
