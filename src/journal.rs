@@ -293,6 +293,10 @@ pub struct SessionCell {
     /// The global name its call sites are reached by (never an earlier
     /// cell's).
     pub marker: String,
+    /// Whether its workspace is exactly its request's files (a runtime
+    /// session's cell: `/mnt/data` is the runtime session's), rather than
+    /// its request's files laid over what the earlier cells left.
+    pub fresh_workspace: bool,
 }
 
 /// When each round was paused and answered, wall-clock milliseconds since

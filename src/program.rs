@@ -152,6 +152,9 @@ pub struct Program {
 pub struct CellPlace {
     /// Its number, from 1.
     pub cell: u32,
+    /// Whether `/mnt/data` is exactly its files (else they are laid over
+    /// what the earlier cells left).
+    pub fresh_workspace: bool,
 }
 
 impl Program {
@@ -182,7 +185,10 @@ impl Program {
         };
         let mut program =
             Program::build_with(source, tools, limits, &[], direct_only, Some(naming))?;
-        program.session = Some(CellPlace { cell: cell.index });
+        program.session = Some(CellPlace {
+            cell: cell.index,
+            fresh_workspace: cell.fresh_workspace,
+        });
         Ok(program)
     }
 

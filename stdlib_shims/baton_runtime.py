@@ -1087,12 +1087,13 @@ def run(program_json):
     global _recursion_cap, _calls_per_round
     _recursion_cap = limits["recursion_cap"]
     _calls_per_round = limits["calls_per_round"]
-    if later:
-        _WS.lay(_baton.workspace(), program["read_only"])
+    if later and not place["fresh_workspace"]:
+        _WS.lay(_baton.workspace(), program["read_only"], program["directories"])
     else:
-        _real_setrecursionlimit(min(limits["recursion_limit"], _recursion_cap))
         _WS.reset(_baton.workspace(), limits["workspace_bytes"], limits["workspace_files"],
                   program["read_only"], program["directories"])
+    if not later:
+        _real_setrecursionlimit(min(limits["recursion_limit"], _recursion_cap))
         del _registry[:]
         _unawaited.clear()
         _session.clear()

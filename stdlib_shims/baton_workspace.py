@@ -122,12 +122,17 @@ class _Workspace:
         self.used = sum(len(data) for _, data in pairs)
         self.initial = dict(pairs)
 
-    def lay(self, pairs, read_only=()):
-        """A session's later cell: its request's files laid over the
-        workspace the earlier cells left (a directory of that name stays);
-        what the cell changes is counted from here (`finish`)."""
+    def lay(self, pairs, read_only=(), directories=()):
+        """A session's later cell: its request's files (and directories)
+        laid over the workspace the earlier cells left (a directory of a
+        file's name stays); what the cell changes is counted from here
+        (`finish`)."""
         pairs = [(name, bytes(data)) for name, data in pairs]
-        now = _now_ns() if pairs else 0
+        now = _now_ns() if pairs or directories else 0
+        for name in sorted(directories):
+            parts = name.split("/")
+            for i in range(1, len(parts) + 1):
+                self.nodes.setdefault("/".join(parts[:i]), self._new(0o040755, now))
         for name, data in sorted(pairs):
             parts = name.split("/")
             for i in range(1, len(parts)):

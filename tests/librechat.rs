@@ -44,7 +44,7 @@ const SERVER_SCENARIOS: &[&str] = &[
     "skill files in a read-only batch",
     "read_file, write and image reads through the shell",
     "run_tools_with_code with a token",
-    "stateful runtime session keeps /mnt/data",
+    "stateful runtime session keeps /mnt/data and Python names",
     "delete as LibreChat deletes",
     "unsupported languages are permanent",
     "tokens are reused",

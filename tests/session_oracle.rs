@@ -8,7 +8,9 @@
 //! between every two cells; with `kill -9` at every pause of every cell.
 //! Per cell, the calls of each round, stdout, the error line and the
 //! traceback's frames must equal CPython's, and the answer must say where
-//! the namespace came from (`new` for the first cell).
+//! the namespace came from: `new` for the first cell, `hot` when the child
+//! that ran the last cell held it, `cold` after a restart (rebuilt by
+//! replaying the earlier cells).
 //!
 //! `BATON_SESSIONS_ONLY=<part of a name>` keeps matching programs; in CI
 //! (`BATON_SESSIONS_SAMPLE=1`) the kill-at-every-pause pass runs on every
@@ -292,8 +294,16 @@ fn check(server: &mut Server, path: &PathBuf, kills: Kills) -> Vec<String> {
             ));
         }
     }
+    // After a restart the namespace is rebuilt (cold); else the child that
+    // ran the last cell (or the last stretch of it, after a restart inside
+    // its pause) holds it (hot).
+    let later = if kills == Kills::BetweenCells {
+        "cold"
+    } else {
+        "hot"
+    };
     let expected_resumed: Vec<&str> = (0..cells.len())
-        .map(|k| if k == 0 { "new" } else { "cold" })
+        .map(|k| if k == 0 { "new" } else { later })
         .collect();
     if resumed != expected_resumed {
         problems.push(format!("{name} ({kills:?}): resumed {resumed:?}"));

@@ -131,7 +131,9 @@ pub enum Failures {
     #[response(status = 404)]
     NotFound(ErrorView),
     /// The round was continued already, is being continued, or was
-    /// cancelled; or the runtime session is busy (`runtime_session_busy`).
+    /// cancelled; or the runtime session is busy (`runtime_session_busy`);
+    /// or a Python session runs another cell (`session_busy`) or holds all
+    /// the cells it may (`session_full`).
     #[response(status = 409)]
     Conflict(ErrorView),
     /// The body did not arrive within the body timeout.
@@ -163,6 +165,17 @@ impl IntoResponse for ApiError {
             }
             ApiError::Service(ServiceError::RuntimeSessionBusy) => {
                 view.message = Some("Runtime session is busy".into());
+            }
+            ApiError::Service(ServiceError::SessionBusy) => {
+                view.message = Some(
+                    "A cell of this session runs or waits at tool calls (or the cell named is not the next)"
+                        .into(),
+                );
+            }
+            ApiError::Service(ServiceError::SessionFull(cells)) => {
+                view.message = Some(format!(
+                    "A session holds {cells} cells at most (--session-max-cells); start a new session"
+                ));
             }
             ApiError::Service(ServiceError::StorageFull {
                 retry_after,

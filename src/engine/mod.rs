@@ -269,28 +269,68 @@ impl Engine {
 
     /// Runs a new execution to its first pause or its end.
     pub async fn start(&self, record: &mut ExecutionRecord) -> Result<Step, EngineError> {
-        self.start_cell(record, &[]).await
+        self.start_cell(record, Some(&[]))
+            .await
+            .map(|(step, _)| step)
     }
 
-    /// [`Engine::start`] for a session's cell: a fresh child first runs
-    /// the session's `earlier` cells again (all of them, in order).
+    /// [`Engine::start`] for a session's cell: in the child that holds the
+    /// session's namespace when one is parked here (hot), else in a fresh
+    /// child that first runs the session's `earlier` cells again (all of
+    /// them, in order; [`EngineError::HistoryNeeded`] without them).
     pub async fn start_cell(
         &self,
         record: &mut ExecutionRecord,
-        earlier: &[EndedCell],
-    ) -> Result<Step, EngineError> {
-        if record
-            .cell
-            .as_ref()
-            .is_some_and(|c| c.index as usize != earlier.len() + 1)
-        {
-            return Err(EngineError::HistoryNeeded);
-        }
+        earlier: Option<&[EndedCell]>,
+    ) -> Result<(Step, ResumeKind), EngineError> {
         let program = match step!("rewrite").in_scope(|| self.program_json(record)) {
             Ok(program) => program,
-            Err(step) => return Ok(self.fail_early(record, step)),
+            Err(step) => return Ok((self.fail_early(record, step), ResumeKind::Cold)),
         };
-        self.run_fresh(record, program, earlier).await
+        let index = record.cell.as_ref().map_or(1, |cell| cell.index as usize);
+        if let Some(step) = self.start_hot(record, &program).await {
+            return Ok((step, ResumeKind::Hot));
+        }
+        match earlier {
+            Some(earlier) if earlier.len() + 1 == index => Ok((
+                self.run_fresh(record, program, earlier).await?,
+                ResumeKind::Cold,
+            )),
+            _ => Err(EngineError::HistoryNeeded),
+        }
+    }
+
+    /// Runs a session's cell in the child parked with the session's
+    /// namespace (its earlier cells all run there), if there is one; `None`
+    /// when there is none, or it died before answering (the cell then runs
+    /// cold, as if it had not been tried).
+    async fn start_hot(&self, record: &mut ExecutionRecord, program: &str) -> Option<Step> {
+        let cell = record.cell.as_ref()?;
+        let ran = (cell.index as usize).checked_sub(1)?;
+        let mut child = self.parked.take(&cell.session, ran)?;
+        let next = crate::sandbox::protocol::NextCell {
+            program_json: program.to_owned(),
+            seed: record.seed,
+            clock0: record.clock0,
+            files: record.files.clone(),
+            limits: child_limits(record, &self.config.limits),
+        };
+        let message = ToChild::Cell(Box::new(next));
+        nonblocking::write_frame(&mut child.stream, &message)
+            .await
+            .ok()?;
+        let step = self
+            .await_child(record, child, Duration::ZERO)
+            .instrument(step!("child"))
+            .await;
+        if matches!(&step, Step::Failed(Failure::Crashed(_))) {
+            tracing::warn!(execution = %record.id_hex(), "a session's parked child died; running the cell cold");
+            record.stdout.clear();
+            record.stderr.clear();
+            record.used_ms = 0;
+            return None;
+        }
+        Some(step)
     }
 
     /// Continues a paused execution with one result per pending call, hot if
@@ -714,10 +754,26 @@ impl Engine {
                 record.produced = files;
                 record.removed = removed;
                 record.directories_left = directories;
-                match outcome {
+                let step = match outcome {
                     ChildOutcome::Completed => Step::Completed,
                     ChildOutcome::Failed(failure) => Step::Failed(failure),
+                };
+                // A session's cell that ended by itself: its child holds
+                // the namespace for the next cell.
+                if let (
+                    Some(cell),
+                    Step::Completed | Step::Failed(Failure::Exception(_) | Failure::Exit(_)),
+                ) = (&record.cell, &step)
+                {
+                    let place = parking::Place {
+                        id: cell.session,
+                        owner: record.owner,
+                        rounds: cell.index as usize,
+                        session: true,
+                    };
+                    self.park_at(place, child);
                 }
+                step
             }
             FromChild::Ready => {
                 child.kill();
@@ -784,13 +840,24 @@ impl Engine {
     /// Parks the child of `record`'s execution, paused after the rounds it
     /// completed, for its owner.
     fn park(&self, record: &ExecutionRecord, child: ChildProc) {
-        let zygote = self.supervisor.current().ok().map(|z| z.pid() as i32);
         let place = parking::Place {
             id: record.id,
             owner: record.owner,
             rounds: record.rounds.len(),
+            session: false,
         };
+        self.park_at(place, child);
+    }
+
+    fn park_at(&self, place: parking::Place, child: ChildProc) {
+        let zygote = self.supervisor.current().ok().map(|z| z.pid() as i32);
         self.parked.park(place, child, zygote);
+    }
+
+    /// The sessions whose namespaces children parked here hold: the
+    /// session, its principal, and the cells the child ran.
+    pub fn parked_sessions(&self) -> Vec<([u8; 16], [u8; 8], usize)> {
+        self.parked.sessions()
     }
 
     /// The executions whose children are parked here.
@@ -829,6 +896,17 @@ fn lost_child(record: &ExecutionRecord, child: &ChildProc, error: FrameError) ->
     Step::Failed(Failure::Crashed(error.to_string()))
 }
 
+/// The limits a child enforces on itself for `record`'s next stretch.
+fn child_limits(record: &ExecutionRecord, limits: &ExecLimits) -> ChildLimits {
+    ChildLimits {
+        budget_ms: remaining_ms(record),
+        grace_ms: limits.grace_ms,
+        stdout_cap: limits.stdout_cap,
+        stderr_cap: limits.stderr_cap,
+        max_input_bytes: limits.max_input_bytes,
+    }
+}
+
 /// What replaying before the live part may take: the run time the
 /// journal's rounds and the earlier cells took, twice, and two seconds;
 /// nothing for a first run with nothing before it.
@@ -859,13 +937,8 @@ pub fn start_job(record: &ExecutionRecord, program_json: String, limits: &ExecLi
         recorded_stdout: record.stdout.clone(),
         recorded_stderr: record.stderr.clone(),
         files: record.files.clone(),
-        limits: ChildLimits {
-            budget_ms: remaining_ms(record),
-            grace_ms: limits.grace_ms,
-            stdout_cap: limits.stdout_cap,
-            stderr_cap: limits.stderr_cap,
-            max_input_bytes: limits.max_input_bytes,
-        },
+        limits: child_limits(record, limits),
         earlier: Vec::new(),
+        session_cell: record.cell.is_some(),
     }
 }

@@ -48,12 +48,18 @@ pub(super) struct Place {
     pub id: [u8; 16],
     /// Its principal.
     pub owner: [u8; 8],
-    /// The rounds completed when it paused.
+    /// The rounds completed when it paused; for a session, the cells it
+    /// ran.
     pub rounds: usize,
+    /// Whether `id` is a session's (the child holds its namespace between
+    /// cells) rather than a paused execution's.
+    pub session: bool,
 }
 
 struct Parked {
     since: Instant,
+    /// Whether it holds a session's namespace between cells.
+    session: bool,
     /// The principal its execution runs for.
     owner: [u8; 8],
     /// The rounds its execution had completed when it paused.
@@ -116,6 +122,7 @@ impl Parking {
                 place.id,
                 Parked {
                     since: Instant::now(),
+                    session: place.session,
                     owner: place.owner,
                     rounds: place.rounds,
                     child,
@@ -275,11 +282,30 @@ impl Parking {
         self.remove(id).is_some()
     }
 
-    /// The executions whose children are parked.
+    /// The executions whose children are parked (not sessions').
     pub(super) fn ids(&self) -> Vec<[u8; 16]> {
         self.children
             .lock()
-            .map(|c| c.keys().copied().collect())
+            .map(|c| {
+                c.iter()
+                    .filter(|(_, parked)| !parked.session)
+                    .map(|(id, _)| *id)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The sessions whose children are parked between cells: each with
+    /// its principal and the cells its child ran.
+    pub(super) fn sessions(&self) -> Vec<([u8; 16], [u8; 8], usize)> {
+        self.children
+            .lock()
+            .map(|c| {
+                c.iter()
+                    .filter(|(_, parked)| parked.session)
+                    .map(|(id, parked)| (*id, parked.owner, parked.rounds))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 

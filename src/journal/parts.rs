@@ -134,6 +134,7 @@ struct StartExtension7<'a> {
     include_history: bool,
     read_only: Cow<'a, [String]>,
     cell: Option<SessionCell>,
+    directories: Cow<'a, [String]>,
 }
 
 impl<'a> From<StartExtension6<'a>> for StartExtension7<'a> {
@@ -143,6 +144,7 @@ impl<'a> From<StartExtension6<'a>> for StartExtension7<'a> {
             include_history: extension.include_history,
             read_only: extension.read_only,
             cell: None,
+            directories: Cow::Borrowed(&[]),
         }
     }
 }
@@ -349,6 +351,7 @@ impl ExecutionRecord {
                     include_history: self.include_history,
                     read_only: Cow::Borrowed(&self.read_only),
                     cell: Some(cell.clone()),
+                    directories: Cow::Borrowed(&self.directories),
                 }),
             );
         }
@@ -435,7 +438,7 @@ impl ExecutionRecord {
             include_history: start_extension.include_history,
             read_only: start_extension.read_only.into_owned(),
             lang: crate::program::Lang::Python,
-            directories: Vec::new(),
+            directories: start_extension.directories.into_owned(),
             directories_left: Vec::new(),
             contracts: Default::default(),
             owner: [0; 8],

@@ -52,10 +52,28 @@ pub struct StartJob {
     pub limits: ChildLimits,
     /// The workspace the code starts with.
     pub files: Vec<WorkspaceFile>,
+    /// A session's cell: when it ends by itself, the child keeps its
+    /// globals and waits for the session's next cell ([`ToChild::Cell`]).
+    pub session_cell: bool,
     /// For a session's cell run in a fresh child: the session's earlier
     /// cells, run first, in order, in the same globals, each answered from
     /// its journal and checked against it (their output is not sent).
     pub earlier: Vec<EarlierCell>,
+}
+
+/// A session's next cell, for the child that holds its namespace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NextCell {
+    /// Its program.
+    pub program_json: String,
+    /// Its entropy seed.
+    pub seed: [u8; 32],
+    /// Its clock at its start.
+    pub clock0: ClockBase,
+    /// The files its request lays in the workspace.
+    pub files: Vec<WorkspaceFile>,
+    /// Its limits.
+    pub limits: ChildLimits,
 }
 
 /// An ended cell of a session, run again to rebuild the namespace.
@@ -84,6 +102,9 @@ pub struct EarlierCell {
 pub enum ToChild {
     /// Run a program.
     Start(Box<StartJob>),
+    /// The next cell of the session whose last cell this child ran (it
+    /// waits for it, its globals kept).
+    Cell(Box<NextCell>),
     /// Results for the pending round.
     Resume {
         /// One result per pending call, in call order.

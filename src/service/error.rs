@@ -40,7 +40,7 @@ pub enum ServiceError {
     #[error("session_busy")]
     SessionBusy,
     /// The session holds as many cells as it may.
-    #[error("session_full: a session holds {0} cells at most; start a new session")]
+    #[error("session_full")]
     SessionFull(u32),
     /// Unknown or deleted execution, or another key's.
     #[error("Execution not found or expired")]

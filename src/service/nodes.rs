@@ -108,6 +108,15 @@ impl Service {
                 evicted += 1;
             }
         }
+        for (session, owner, cells) in self.engine.parked_sessions() {
+            if !self
+                .session_child_is_current(owner, &session, cells)
+                .await?
+                && self.engine.evict(&session)
+            {
+                evicted += 1;
+            }
+        }
         for id in self.engine.running_ids() {
             let gone = self
                 .stored_state(&id)

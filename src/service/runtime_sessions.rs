@@ -36,7 +36,9 @@ use crate::auth::Principal;
 use super::error::ServiceError;
 use super::inputs::InputFile;
 use super::messages::{Reply, StartRequest};
+use super::sessions::CellInputs;
 use super::{Service, now_secs};
+use crate::program::Lang;
 
 /// The store's prefix of runtime sessions.
 pub const RUNTIME_SESSIONS: &[u8] = b"t/";
@@ -102,6 +104,36 @@ struct RuntimeSession {
     directories: Vec<String>,
     /// The call that holds it now.
     holder: Option<Hold>,
+    /// The Python session its Python calls run in (their names carry over
+    /// from call to call). Added last: a value stored before it decodes
+    /// as [`RuntimeSessionV1`], and earlier builds read this one (bincode
+    /// leaves the bytes after their fields unread).
+    python: Option<[u8; 16]>,
+}
+
+/// The stored format of [`RuntimeSession`] before Python sessions.
+#[derive(Deserialize)]
+struct RuntimeSessionV1 {
+    id: String,
+    created: u64,
+    last_used: u64,
+    files: Vec<InputFile>,
+    directories: Vec<String>,
+    holder: Option<Hold>,
+}
+
+impl From<RuntimeSessionV1> for RuntimeSession {
+    fn from(old: RuntimeSessionV1) -> Self {
+        RuntimeSession {
+            id: old.id,
+            created: old.created,
+            last_used: old.last_used,
+            files: old.files,
+            directories: old.directories,
+            holder: old.holder,
+            python: None,
+        }
+    }
 }
 
 /// A call's hold on its session.
@@ -115,7 +147,17 @@ struct Hold {
 
 impl RuntimeSession {
     fn decode(bytes: &[u8]) -> Option<RuntimeSession> {
-        bincode::deserialize(bytes).ok()
+        use bincode::Options;
+        // Whole: a value of the first format ends before `python`.
+        let whole = bincode::DefaultOptions::new()
+            .with_fixint_encoding()
+            .reject_trailing_bytes()
+            .deserialize(bytes);
+        whole.ok().or_else(|| {
+            bincode::deserialize::<RuntimeSessionV1>(bytes)
+                .ok()
+                .map(Into::into)
+        })
     }
 
     fn encode(&self) -> Vec<u8> {
@@ -170,10 +212,23 @@ struct Taken {
     status: RuntimeStatus,
 }
 
-/// What a call leaves in its session's `/mnt/data`.
+/// What a call leaves in its session: its `/mnt/data`, and the Python
+/// session its names live in.
 struct Left {
     files: Vec<InputFile>,
     directories: Vec<String>,
+    python: Option<[u8; 16]>,
+}
+
+impl Left {
+    /// What a call that did not run leaves: the session as it was.
+    fn unchanged(session: &RuntimeSession) -> Left {
+        Left {
+            files: session.files.clone(),
+            directories: session.directories.clone(),
+            python: session.python,
+        }
+    }
 }
 
 /// The empty directories a session holds after a call that found `before`
@@ -234,24 +289,57 @@ impl Service {
             id: taken.session.id.clone(),
             status: taken.status,
         };
-        let ran = self
-            .start_with(
-                principal,
-                request,
-                &taken.session.files,
-                &taken.session.directories,
+        let python = match request.lang {
+            Lang::Python => Some(
+                self.python_session_for(
+                    principal.owner,
+                    taken.session.python,
+                    self.config.runtime_sessions.idle_secs,
+                )
+                .await,
             )
-            .await;
-        let left = match &ran {
+            .transpose(),
+            Lang::Bash => Ok(None),
+        };
+        let python = match python {
+            Ok(python) => python,
+            Err(error) => {
+                let left = Left::unchanged(&taken.session);
+                self.give_back(taken, left).await;
+                return Err(error);
+            }
+        };
+        let ran = match python {
+            // A Python call is a cell of the linked Python session: its
+            // names carry over; `/mnt/data` is the runtime session's.
+            Some(python) => {
+                let inputs = CellInputs {
+                    kept: &taken.session.files,
+                    directories: &taken.session.directories,
+                    fresh_workspace: true,
+                };
+                self.run_cell(principal, &python, request, None, inputs)
+                    .await
+            }
+            None => {
+                self.start_with(
+                    principal,
+                    request,
+                    &taken.session.files,
+                    &taken.session.directories,
+                )
+                .await
+            }
+        };
+        let mut left = match &ran {
             Ok((reply, inputs)) => Left {
                 files: files_after(inputs.clone(), reply, principal.owner),
                 directories: directories_after(&taken.session.directories, reply),
+                python: taken.session.python,
             },
-            Err(_) => Left {
-                files: taken.session.files.clone(),
-                directories: taken.session.directories.clone(),
-            },
+            Err(_) => Left::unchanged(&taken.session),
         };
+        left.python = python.or(taken.session.python);
         self.give_back(taken, left).await;
         ran.map(|(reply, _)| (reply, info))
     }
@@ -290,6 +378,7 @@ impl Service {
                         files: Vec::new(),
                         directories: Vec::new(),
                         holder: None,
+                        python: None,
                     },
                     RuntimeStatus::New,
                 ),
@@ -331,6 +420,7 @@ impl Service {
             files: left.files,
             directories: left.directories,
             holder: None,
+            python: left.python,
             ..taken.session
         };
         let swapped = self

@@ -44,6 +44,7 @@ use crate::state::{ExecState, Status};
 use crate::tools::ToolDef;
 
 use super::error::ServiceError;
+use super::inputs::InputFile;
 use super::messages::{Reply, StartRequest};
 use super::records::slices;
 use super::{Service, now_secs};
@@ -240,6 +241,18 @@ fn last_clock(record: &ExecutionRecord) -> ClockBase {
         .map_or(record.clock0, |r| r.resume_clock)
 }
 
+/// What a cell's `/mnt/data` starts with beside its request's files.
+#[derive(Clone, Copy, Default)]
+pub(super) struct CellInputs<'a> {
+    /// Stored files laid first (a runtime session's).
+    pub kept: &'a [InputFile],
+    /// Empty directories (a runtime session's).
+    pub directories: &'a [String],
+    /// Whether these are all of `/mnt/data` (a runtime session's cell),
+    /// rather than laid over what the earlier cells left.
+    pub fresh_workspace: bool,
+}
+
 /// A stored session and the bytes it was read as (for the swap).
 struct Found {
     bytes: Vec<u8>,
@@ -270,6 +283,17 @@ impl Service {
             }
             Some(asked) => asked,
         };
+        let (id, session) = self.make_session(owner, ttl_secs).await?;
+        Ok(self.info_of(&id, &session, SessionStatus::Idle))
+    }
+
+    /// Stores a new session of `owner` living `ttl_secs` after its last
+    /// cell, durably.
+    async fn make_session(
+        &self,
+        owner: [u8; 8],
+        ttl_secs: u64,
+    ) -> Result<([u8; 16], SessionRecord), ServiceError> {
         let id: [u8; 16] = rand::random();
         let now = now_secs();
         let session = SessionRecord {
@@ -294,7 +318,26 @@ impl Service {
             .await
             .map_err(ServiceError::store)?;
         metrics::counter!("baton_sessions_created_total").increment(1);
-        Ok(self.info_of(&id, &session, SessionStatus::Idle))
+        Ok((id, session))
+    }
+
+    /// The Python session a runtime session's Python calls run in: the
+    /// one `linked` names while it lives, else a new one living `ttl_secs`
+    /// after its last cell. Says whether it is new.
+    pub(super) async fn python_session_for(
+        &self,
+        owner: [u8; 8],
+        linked: Option<[u8; 16]>,
+        ttl_secs: u64,
+    ) -> Result<[u8; 16], ServiceError> {
+        if let Some(id) = linked {
+            match self.found_session(owner, &id).await {
+                Ok(_) => return Ok(id),
+                Err(ServiceError::NotFound) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(self.make_session(owner, ttl_secs.max(1)).await?.0)
     }
 
     fn info_of(
@@ -368,6 +411,7 @@ impl Service {
             }
         }
         self.delete_session_keys(owner, &id).await?;
+        self.engine.evict(&id);
         Ok(())
     }
 
@@ -492,15 +536,41 @@ impl Service {
         request: StartRequest,
         expected_cell: Option<u32>,
     ) -> Result<Reply, ServiceError> {
-        let owner = principal.owner;
         let id = parse_session_id(id_text)?;
+        self.run_cell(
+            principal,
+            &id,
+            request,
+            expected_cell,
+            CellInputs::default(),
+        )
+        .await
+        .map(|(reply, _)| reply)
+    }
+
+    /// [`Service::exec_cell`] for the session `id`, with `inputs` beside
+    /// the request's files; also answers the stored file of each name the
+    /// cell was given.
+    pub(super) async fn run_cell(
+        &self,
+        principal: &Principal,
+        id: &[u8; 16],
+        request: StartRequest,
+        expected_cell: Option<u32>,
+        inputs: CellInputs<'_>,
+    ) -> Result<(Reply, Vec<InputFile>), ServiceError> {
+        let owner = principal.owner;
+        let id = *id;
         let _in_flight = self.engine.hold_for_request();
         let found = self.settled_session(owner, &id).await?;
         let index = found.session.cells.len() as u32 + 1;
         if let Some(expected) = expected_cell
             && expected != index
         {
-            return self.answer_cell_again(owner, &id, &found, expected).await;
+            return Ok((
+                self.answer_cell_again(&id, &found, expected).await?,
+                Vec::new(),
+            ));
         }
         if self.live_holder(&found.session).await?.is_some() {
             return Err(ServiceError::SessionBusy);
@@ -513,8 +583,8 @@ impl Service {
         let request_id = self
             .begin_request(owner, client_request_id.as_deref())
             .await?;
-        let mut record = self
-            .prepare_cell(principal, &id, &found.session, request)
+        let (mut record, given) = self
+            .prepare_cell(principal, &id, &found.session, request, inputs)
             .await?;
         let held = SessionRecord {
             holder: Some(record.id),
@@ -546,25 +616,33 @@ impl Service {
         };
         self.link_request(owner, &request_id, record.id).await?;
         if request_id.cancelled_early {
-            return self.cancel_now(record, state).await;
+            return Ok((self.cancel_now(record, state).await?, given));
         }
         metrics::counter!("baton_executions_started_total").increment(1);
-        metrics::counter!("baton_session_cells_total").increment(1);
-        let earlier = self.earlier_cells(owner, &id, &held).await?;
-        let step = match self.engine.start_cell(&mut record, &earlier).await {
-            Ok(step) => step,
+        let started = match self.engine.start_cell(&mut record, None).await {
+            Err(EngineError::HistoryNeeded) => match self.earlier_cells(owner, &id, &held).await {
+                Ok(earlier) => self.engine.start_cell(&mut record, Some(&earlier)).await,
+                Err(error) => {
+                    self.release(&record.id, &state).await;
+                    self.let_go(owner, &id, &record.id).await;
+                    return Err(error);
+                }
+            },
+            other => other,
+        };
+        let (step, kind) = match started {
+            Ok(started) => started,
             Err(error) => {
                 self.release(&record.id, &state).await;
                 self.let_go(owner, &id, &record.id).await;
                 return Err(ServiceError::Unavailable(error.to_string()));
             }
         };
-        let tag = record
-            .cell
-            .as_ref()
-            .map(|cell| CellTag::of(cell, ResumeKind::Cold));
+        metrics::counter!("baton_session_cells_total", "resumed" => kind.of_cell(index))
+            .increment(1);
+        let tag = record.cell.as_ref().map(|cell| CellTag::of(cell, kind));
         let reply = self.settle(record, state, step, flushing).await?;
-        Ok(reply.tagged(tag))
+        Ok((reply.tagged(tag), given))
     }
 
     /// The record of the next cell of `session`: its tools merged with the
@@ -576,7 +654,8 @@ impl Service {
         id: &[u8; 16],
         session: &SessionRecord,
         request: StartRequest,
-    ) -> Result<ExecutionRecord, ServiceError> {
+        inputs: CellInputs<'_>,
+    ) -> Result<(ExecutionRecord, Vec<InputFile>), ServiceError> {
         let index = session.cells.len() as u32 + 1;
         let markers: Vec<String> = session.cells.iter().map(|c| c.marker.clone()).collect();
         if let Some(marker) = crate::rewrite::uses_marker(&request.code, &markers) {
@@ -586,7 +665,12 @@ impl Service {
         }
         let marker = crate::rewrite::choose_cell_marker(&request.code, index, &markers);
         let workspace = self
-            .workspace_of(principal, &session.files_session, &[], &request.files)
+            .workspace_of(
+                principal,
+                &session.files_session,
+                inputs.kept,
+                &request.files,
+            )
             .await?;
         let spec = ExecutionSpec {
             source: request.code,
@@ -599,7 +683,7 @@ impl Service {
             policy: request.policy,
             lang: crate::program::Lang::Python,
             read_only: workspace.read_only,
-            directories: Vec::new(),
+            directories: inputs.directories.to_vec(),
         };
         let mut record = self
             .engine
@@ -610,16 +694,16 @@ impl Service {
             index,
             site_base: (index - 1).saturating_mul(CELL_SITE_STRIDE),
             marker,
+            fresh_workspace: inputs.fresh_workspace,
         };
         self.engine.place_cell(&mut record, cell, session.clocks);
-        Ok(record)
+        Ok((record, workspace.inputs))
     }
 
     /// The answer to a cell request that names another cell than the
     /// next: an ended cell's stored answer, or 409.
     async fn answer_cell_again(
         &self,
-        owner: [u8; 8],
         id: &[u8; 16],
         found: &Found,
         expected: u32,
@@ -639,7 +723,6 @@ impl Service {
             cell: expected,
             resumed: ResumeKind::Cold.of_cell(expected),
         };
-        let _ = owner;
         let reply = Reply::from_outcome(hex::encode(cell.execution), outcome, 0, None);
         Ok(reply.tagged(Some(tag)))
     }
@@ -806,6 +889,7 @@ impl Service {
             return;
         };
         let Some(stored) = journal.and_then(decode::<StoredCell>) else {
+            self.engine.evict(&cell.session);
             self.let_go(owner, &cell.session, &record.id).await;
             return;
         };
@@ -824,14 +908,33 @@ impl Service {
             .await;
         match listed {
             Ok(Some(session)) => self.count_session(&cell.session, owner, &session),
-            Ok(None) => tracing::warn!(
-                execution = %record.id_hex(),
-                "a cell ended after its session went on without it (deleted, or its hold lapsed); it is not listed"
-            ),
+            Ok(None) => {
+                self.engine.evict(&cell.session);
+                tracing::warn!(
+                    execution = %record.id_hex(),
+                    "a cell ended after its session went on without it (deleted, or its hold lapsed); it is not listed"
+                )
+            }
             Err(error) => tracing::warn!(
                 execution = %record.id_hex(), %error,
                 "a cell's session was not updated; the next request to it lists the cell"
             ),
+        }
+    }
+
+    /// Whether a child parked with `cells` cells of the session `id` still
+    /// holds its namespace as it stands (the session is there, and no cell
+    /// was listed since, here or on another node).
+    pub(super) async fn session_child_is_current(
+        &self,
+        owner: [u8; 8],
+        id: &[u8; 16],
+        cells: usize,
+    ) -> Result<bool, ServiceError> {
+        match self.found_session(owner, id).await {
+            Ok(found) => Ok(found.session.cells.len() == cells),
+            Err(ServiceError::NotFound | ServiceError::Corrupt(_)) => Ok(false),
+            Err(error) => Err(error),
         }
     }
 

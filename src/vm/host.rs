@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 use crate::failure::{Failure, Stream};
 use crate::journal::{CallResult, FrameSummary, NameInfo, Round, WorkspaceFile};
 use crate::sandbox::protocol::{
-    ChildLimits, ChildOutcome, EarlierCell, FromChild, PendingCall, StartJob, ToChild, read_frame,
-    write_frame,
+    ChildLimits, ChildOutcome, EarlierCell, FromChild, NextCell, PendingCall, StartJob, ToChild,
+    read_frame, write_frame,
 };
 use crate::vm::clock::{Clock, Entropy};
 use crate::vm::exit::exit_now;
@@ -68,6 +68,8 @@ pub struct Host {
     /// The current cell's replay, output, clock, entropy and files, kept
     /// aside while the earlier cells run.
     current: Option<CellJob>,
+    /// A session's cell: ended by itself, the child waits for the next.
+    session_cell: bool,
 }
 
 /// What one cell (or a whole execution) runs from: the part of a job that
@@ -105,6 +107,7 @@ impl Host {
             limits,
             files,
             earlier,
+            session_cell,
         } = *job;
         let mut host = Host {
             reader,
@@ -126,6 +129,7 @@ impl Host {
             names: Vec::new(),
             earlier: None,
             current: None,
+            session_cell,
         };
         let job = CellJob {
             replay,
@@ -429,6 +433,56 @@ impl Host {
 
     /// Reports the end of the program and exits the process.
     pub fn finish(&mut self, error: Option<Failure>) -> ! {
+        self.report_end(error);
+        exit_now()
+    }
+
+    /// Reports the end of a cell. A session's cell that ended by itself
+    /// keeps the process and its globals for the session's next cell:
+    /// the child waits (idle) for it and returns its program, set up as
+    /// [`Host::begin_cell`] says; anything else ends the process.
+    pub fn end_cell(&mut self, error: Option<Failure>) -> String {
+        let ended = self.report_end(error);
+        if !self.session_cell || !ended.as_ref().is_none_or(Failure::is_the_codes_own) {
+            exit_now()
+        }
+        match read_frame::<ToChild>(&mut self.reader) {
+            Ok(ToChild::Cell(next)) => self.begin_cell(*next),
+            _ => exit_now(),
+        }
+    }
+
+    /// Sets up a session's next cell in this child: its clock, entropy,
+    /// files and limits; fresh output and reports; its run time armed.
+    fn begin_cell(&mut self, next: NextCell) -> String {
+        let NextCell {
+            program_json,
+            seed,
+            clock0,
+            files,
+            limits,
+        } = next;
+        self.load(CellJob {
+            replay: Vec::new(),
+            recorded_stdout: String::new(),
+            recorded_stderr: String::new(),
+            clock0,
+            seed,
+            files,
+        });
+        self.limits = limits;
+        self.divergence = None;
+        self.over_cap = None;
+        if let Ok(mut output) = self.shared.output.lock() {
+            *output = Default::default();
+        }
+        self.go_live(self.limits.budget_ms);
+        program_json
+    }
+
+    /// Sends `Finished` (the failure that ends the code, its output and,
+    /// when it ended by itself, its files and names); returns the failure.
+    fn report_end(&mut self, error: Option<Failure>) -> Option<Failure> {
         self.shared.set_watch(Watch::Idle);
         let error = self.final_error(error);
         let run_us = self.stretch_us();
@@ -445,8 +499,8 @@ impl Host {
         } else {
             (Vec::new(), Vec::new(), Vec::new())
         };
-        let outcome = match error {
-            Some(error) => ChildOutcome::Failed(error),
+        let outcome = match &error {
+            Some(error) => ChildOutcome::Failed(error.clone()),
             None => ChildOutcome::Completed,
         };
         let names = std::mem::take(&mut self.names);
@@ -460,7 +514,7 @@ impl Host {
             run_us,
             names,
         });
-        exit_now()
+        error
     }
 
     fn final_error(&self, error: Option<Failure>) -> Option<Failure> {

@@ -444,8 +444,14 @@ fn child_main(
         host.begin_current();
         host.begin();
     });
-    let error = run_program(vm, &program_json);
-    finish(error)
+    let mut error = run_program(vm, &program_json);
+    // A session's cell that ended by itself waits here for the next.
+    loop {
+        let Some(next) = bridge::with_host(|host| host.end_cell(error)) else {
+            exit::exit_now()
+        };
+        error = run_program(vm, &next);
+    }
 }
 
 /// Runs a session's earlier cells again, in order, in the globals the

@@ -293,8 +293,9 @@ const scenarios = [
   },
   {
     // Stateful agents: prewarm, then calls in one runtime session keep
-    // /mnt/data; another user's hint of the same text is another session.
-    name: 'stateful runtime session keeps /mnt/data',
+    // /mnt/data and the Python names of earlier calls; another user's hint
+    // of the same text is another session.
+    name: 'stateful runtime session keeps /mnt/data and Python names',
     run: async () => {
       const hint = 'v2:user:0123456789abcdef0123456789abcdef';
       const problems = [];
@@ -312,6 +313,15 @@ const scenarios = [
       const ids = [first, second].map((r) => r.artifact?.runtime_session_id);
       if (!ids[0] || ids[0] !== ids[1]) problems.push(`runtime sessions ${ids}`);
       if (second.artifact?.runtime_status !== 'reused') problems.push(`status ${second.artifact?.runtime_status}`);
+      await invokeLikeToolNode(
+        executeCodeTool(alice, { profile: 'stateful', hint }),
+        { lang: 'py', code: 'steps = len(open("work/log.txt").read().split())\ndef double(n):\n    return 2 * n' },
+      );
+      const names = await invokeLikeToolNode(
+        executeCodeTool(alice, { profile: 'stateful', hint }),
+        { lang: 'py', code: 'print("steps", double(steps))' },
+      );
+      if (!/steps 4/.test(names.output)) problems.push(`Python names not kept: ${names.output}`);
       const other = await invokeLikeToolNode(
         executeCodeTool(bob, { profile: 'stateful', hint }),
         { lang: 'bash', code: 'ls work 2>&1; true' },

@@ -1,0 +1,464 @@
+//! Python sessions over HTTP, against a real `baton serve`: what the
+//! contract promises besides CPython's answers (`session_oracle.rs` checks
+//! those): one cell at a time (409 `session_busy`), a principal's sessions
+//! only (404 for another's), the names a session shows, delete and expiry,
+//! a cell stopped from outside leaves the session as it was, a retried
+//! cell is answered again and never run twice, the caps.
+
+mod common;
+
+use common::server::{KEY, OTHER_KEY, Server, answers, continue_, weather_tools};
+use serde_json::{Value, json};
+
+fn server(extra: &[&str]) -> (tempfile::TempDir, Server) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let server = Server::start(dir.path(), extra);
+    (dir, server)
+}
+
+fn create(server: &Server, body: Value) -> String {
+    let (status, created) = server.post("/sessions", &body);
+    assert_eq!(status, 201, "{created}");
+    created["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no id: {created}"))
+        .to_owned()
+}
+
+fn cell(server: &Server, id: &str, body: Value) -> (u16, Value) {
+    server.post(&format!("/sessions/{id}/exec"), &body)
+}
+
+fn run(server: &Server, id: &str, code: &str) -> Value {
+    let (status, reply) = cell(server, id, json!({"code": code, "tools": weather_tools()}));
+    assert_eq!(status, 200, "{reply}");
+    let mut reply = reply;
+    while reply["status"] == "tool_call_required" {
+        let (status, next) = continue_(server, &reply, answers(&reply));
+        assert_eq!(status, 200, "{next}");
+        reply = next;
+    }
+    reply
+}
+
+fn show(server: &Server, id: &str) -> Value {
+    let (status, view) = server.get(&format!("/sessions/{id}"), Some(KEY));
+    assert_eq!(status, 200, "{view}");
+    view
+}
+
+fn names(view: &Value) -> Vec<(String, String, String)> {
+    view["names"]
+        .as_array()
+        .map(|names| {
+            names
+                .iter()
+                .map(|n| {
+                    let text = |k: &str| n[k].as_str().unwrap_or_default().to_owned();
+                    (text("name"), text("type"), text("repr"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn one_cell_at_a_time_and_a_paused_cell_continues_through_exec_programmatic() {
+    let (_dir, server) = server(&[]);
+    let id = create(&server, json!({}));
+    let (status, paused) = cell(
+        &server,
+        &id,
+        json!({"code": "w = await get_weather(city='Oslo')\nprint(w['temp'])", "tools": weather_tools()}),
+    );
+    assert_eq!(status, 200, "{paused}");
+    assert_eq!(paused["status"], "tool_call_required");
+    assert_eq!(
+        paused["session"],
+        json!({"session_id": id, "cell": 1, "resumed": "new"})
+    );
+    assert_eq!(show(&server, &id)["status"], "busy");
+    let (status, busy) = cell(&server, &id, json!({"code": "print(1)"}));
+    assert_eq!(
+        (status, busy["error"].as_str()),
+        (409, Some("session_busy")),
+        "{busy}"
+    );
+    let (status, done) = continue_(&server, &paused, answers(&paused));
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["stdout"], "14\n");
+    assert_eq!(done["session"]["cell"], 1);
+    let view = show(&server, &id);
+    assert_eq!(
+        (view["cells"].as_u64(), view["status"].as_str()),
+        (Some(1), Some("idle"))
+    );
+    let next = run(&server, &id, "print(w['city'], w['temp'] + 1)");
+    assert_eq!(next["stdout"], "Oslo 15\n");
+    assert_eq!(
+        next["session"],
+        json!({"session_id": id, "cell": 2, "resumed": "hot"})
+    );
+}
+
+#[test]
+fn a_session_is_its_principals_alone() {
+    let (_dir, server) = server(&[]);
+    let id = create(&server, json!({"ttl_seconds": 600}));
+    run(&server, &id, "secret = 42");
+    let as_other = Some(("x-api-key", OTHER_KEY));
+    let (status, _) = server.get(&format!("/sessions/{id}"), Some(OTHER_KEY));
+    assert_eq!(status, 404);
+    let (status, _) = server.post_as(
+        &format!("/sessions/{id}/exec"),
+        &json!({"code": "print(secret)"}),
+        as_other,
+    );
+    assert_eq!(status, 404);
+    let (status, _) = server.request(
+        "DELETE",
+        &format!("/sessions/{id}"),
+        &[("x-api-key", OTHER_KEY)],
+        None,
+    );
+    assert_eq!(status, 404);
+    let (status, listed) = server.get("/sessions", Some(OTHER_KEY));
+    assert_eq!(status, 200);
+    assert_eq!(listed["sessions"], json!([]), "{listed}");
+    let (_, mine) = server.get("/sessions", Some(KEY));
+    assert_eq!(mine["sessions"][0]["session_id"], id.as_str(), "{mine}");
+    assert!(mine["sessions"][0].get("names").is_none(), "{mine}");
+    // The owner still has it, untouched.
+    assert_eq!(run(&server, &id, "print(secret)")["stdout"], "42\n");
+    for bad in [
+        "ps_00",
+        "rt_0123",
+        "ps_zz000000000000000000000000000000",
+        "x",
+    ] {
+        let (status, _) = server.get(&format!("/sessions/{bad}"), Some(KEY));
+        assert_eq!(status, 404, "{bad}");
+    }
+}
+
+#[test]
+fn the_names_a_session_shows_run_no_code_and_hide_what_the_runtime_bound() {
+    let (_dir, server) = server(&[]);
+    let id = create(&server, json!({}));
+    let code = "import json, statistics\n\
+        class Shouty:\n\
+        \x20   def __repr__(self):\n\
+        \x20       print('repr ran')\n\
+        \x20       return 'loud'\n\
+        def helper(x):\n\
+        \x20   return x\n\
+        n = 3\n\
+        text = 'x' * 500\n\
+        data = {'a': [1, 2.5, None], 'b': (True,)}\n\
+        obj = Shouty()\n\
+        mixed = [1, Shouty()]\n\
+        _private = 1\n\
+        get_weather = 'rebound by the code'\n";
+    let reply = run(&server, &id, code);
+    assert_eq!(reply["stdout"], "", "{reply}");
+    let shown = names(&show(&server, &id));
+    let by_name = |name: &str| shown.iter().find(|(n, _, _)| n == name).cloned();
+    assert_eq!(by_name("n"), Some(("n".into(), "int".into(), "3".into())));
+    assert_eq!(
+        by_name("data"),
+        Some((
+            "data".into(),
+            "dict".into(),
+            "{'a': [1, 2.5, None], 'b': (True,)}".into()
+        ))
+    );
+    assert_eq!(
+        by_name("helper").map(|n| n.2),
+        Some("<function helper>".into())
+    );
+    assert_eq!(
+        by_name("Shouty").map(|n| n.2),
+        Some("<class 'Shouty'>".into())
+    );
+    assert_eq!(
+        by_name("statistics").map(|n| n.2),
+        Some("<module 'statistics'>".into())
+    );
+    assert_eq!(
+        by_name("obj").map(|n| (n.1, n.2)),
+        Some(("Shouty".into(), "<Shouty object>".into()))
+    );
+    assert_eq!(by_name("mixed").map(|n| n.2), Some("<list object>".into()));
+    let text = by_name("text").map(|n| n.2).unwrap_or_default();
+    assert!(
+        text.chars().count() <= 200 && text.starts_with("'xxx"),
+        "{text}"
+    );
+    assert_eq!(
+        by_name("get_weather").map(|n| n.2),
+        Some("'rebound by the code'".into())
+    );
+    // `json` is the module the runtime bound before the code ran.
+    for hidden in [
+        "_private",
+        "asyncio",
+        "json",
+        "tools",
+        "ToolError",
+        "class_",
+    ] {
+        assert!(by_name(hidden).is_none(), "{hidden} shown: {shown:?}");
+    }
+    // A rebound tool name stays the code's in the next cell.
+    assert_eq!(
+        run(&server, &id, "print(get_weather)")["stdout"],
+        "rebound by the code\n"
+    );
+}
+
+#[test]
+fn delete_cancels_the_cell_that_holds_it_and_expiry_ends_a_session() {
+    let (_dir, server) = server(&[]);
+    let id = create(&server, json!({}));
+    let (_, paused) = cell(
+        &server,
+        &id,
+        json!({"code": "w = await get_weather(city='Rome')", "tools": weather_tools()}),
+    );
+    assert_eq!(paused["status"], "tool_call_required");
+    let (status, _) = server.request(
+        "DELETE",
+        &format!("/sessions/{id}"),
+        &[("x-api-key", KEY)],
+        None,
+    );
+    assert_eq!(status, 204);
+    let (status, _) = server.get(&format!("/sessions/{id}"), Some(KEY));
+    assert_eq!(status, 404);
+    let (status, after) = continue_(&server, &paused, answers(&paused));
+    assert!(
+        status == 409 || after["error"] == "Execution cancelled",
+        "a continuation of a deleted session's cell: {status} {after}"
+    );
+    let (status, _) = server.request(
+        "DELETE",
+        &format!("/sessions/{id}"),
+        &[("x-api-key", KEY)],
+        None,
+    );
+    assert_eq!(status, 404);
+
+    let short = create(&server, json!({"ttl_seconds": 1}));
+    run(&server, &short, "x = 1");
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let (status, _) = server.get(&format!("/sessions/{short}"), Some(KEY));
+    assert_eq!(status, 404);
+    let (status, _) = cell(&server, &short, json!({"code": "print(x)"}));
+    assert_eq!(status, 404);
+    for bad in [
+        json!({"ttl_seconds": 0}),
+        json!({"ttl_seconds": 10_000_000}),
+        json!({"ttl_seconds": "1"}),
+    ] {
+        let (status, body) = server.post("/sessions", &bad);
+        assert_eq!(status, 400, "{bad}: {body}");
+    }
+}
+
+#[test]
+fn a_cell_stopped_from_outside_leaves_the_session_as_it_was() {
+    let (_dir, server) = server(&[]);
+    let id = create(&server, json!({}));
+    run(&server, &id, "state = ['before']");
+    let (status, stopped) = cell(
+        &server,
+        &id,
+        json!({"code": "state.append('during')\nwhile True:\n    pass", "timeout": 1000}),
+    );
+    assert_eq!(status, 200, "{stopped}");
+    assert_eq!(stopped["error"], "Time limit exceeded", "{stopped}");
+    let view = show(&server, &id);
+    assert_eq!(
+        (view["cells"].as_u64(), view["status"].as_str()),
+        (Some(1), Some("idle")),
+        "{view}"
+    );
+    let after = run(&server, &id, "print(state)");
+    assert_eq!(after["stdout"], "['before']\n");
+    assert_eq!(after["session"]["cell"], 2);
+    // A cell that raises is the code's own ending: it counts, and keeps
+    // what it did before raising.
+    let raised = run(&server, &id, "state.append('kept')\nraise KeyError('k')");
+    assert_eq!(raised["status"], "error");
+    assert_eq!(
+        run(&server, &id, "print(state)")["stdout"],
+        "['before', 'kept']\n"
+    );
+}
+
+#[test]
+fn a_retried_cell_is_answered_again_never_run_twice() {
+    let (_dir, mut server) = server(&[]);
+    let id = create(&server, json!({}));
+    run(&server, &id, "count = 0");
+    let code = "count += 1\nprint('count', count)";
+    let (status, first) = cell(&server, &id, json!({"code": code, "cell": 2}));
+    assert_eq!(status, 200, "{first}");
+    // The answer was lost; the server even died. The client sends it again.
+    server.restart();
+    let (status, again) = cell(&server, &id, json!({"code": code, "cell": 2}));
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["stdout"], first["stdout"]);
+    assert_eq!(again["execution_id"], first["execution_id"]);
+    assert_eq!(again["session"]["cell"], 2);
+    assert_eq!(run(&server, &id, "print(count)")["stdout"], "1\n");
+    let (status, ahead) = cell(&server, &id, json!({"code": "print(1)", "cell": 9}));
+    assert_eq!(
+        (status, ahead["error"].as_str()),
+        (409, Some("session_busy"))
+    );
+    let (status, _) = cell(&server, &id, json!({"code": "print(1)", "cell": 0}));
+    assert_eq!(status, 400);
+}
+
+#[test]
+fn an_earlier_cells_marker_is_reserved_and_the_cell_cap_holds() {
+    let (_dir, server) = server(&["--session-max-cells", "3"]);
+    let id = create(&server, json!({}));
+    let first = run(&server, &id, "w = await get_weather(city='Bern')");
+    assert_eq!(first["status"], "completed", "{first}");
+    let (status, refused) = cell(&server, &id, json!({"code": "_Bc1 = []"}));
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("_Bc1"),
+        "{refused}"
+    );
+    run(&server, &id, "x = 2");
+    run(&server, &id, "y = 3");
+    let (status, full) = cell(&server, &id, json!({"code": "z = 4"}));
+    assert_eq!(status, 409, "{full}");
+    assert_eq!(full["error"], "session_full", "{full}");
+    assert!(
+        full["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("3 cells"),
+        "{full}"
+    );
+}
+
+#[test]
+fn a_cell_cannot_flood_the_names_it_reports() {
+    let (_dir, server) = server(&[]);
+    let id = create(&server, json!({}));
+    let code = "import _baton\n\
+        for i in range(5000):\n\
+        \x20   _baton.name('n%d' % i, 't' * 1000, 'r' * 100000)\n\
+        for i in range(600):\n\
+        \x20   globals()['v%04d' % i] = i\n";
+    let reply = run(&server, &id, code);
+    let shown = names(&show(&server, &id));
+    assert!(
+        reply["status"] == "completed" || reply["status"] == "error",
+        "{reply}"
+    );
+    assert!(shown.len() <= 500, "{} names", shown.len());
+    assert!(
+        shown
+            .iter()
+            .all(|(n, t, r)| n.len() <= 200 && t.len() <= 200 && r.chars().count() <= 200)
+    );
+}
+
+#[test]
+fn a_session_child_killed_while_parked_is_rebuilt_cold() {
+    let (_dir, server) = server(&[]);
+    let id = create(&server, json!({}));
+    let first = run(
+        &server,
+        &id,
+        "w = await get_weather(city='Lima')
+facts = {'city': w['city']}",
+    );
+    assert_eq!(first["status"], "completed", "{first}");
+    assert_eq!(
+        run(&server, &id, "facts['n'] = 1")["session"]["resumed"],
+        "hot"
+    );
+    // Every child of the zygote: the idle ones (the pool refills) and the
+    // one that holds the session's namespace.
+    let zygote = server.zygote_pid().unwrap_or_else(|| panic!("no zygote"));
+    let children = common::server::children_of(zygote);
+    assert!(!children.is_empty());
+    for pid in children {
+        // SAFETY: signalling a child of the test's own server.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+    let after = run(&server, &id, "print(sorted(facts.items()))");
+    assert_eq!(after["stdout"], "[('city', 'Lima'), ('n', 1)]\n", "{after}");
+    assert_eq!(after["session"]["resumed"], "cold", "{after}");
+    assert_eq!(
+        run(&server, &id, "print(len(facts))")["session"]["resumed"],
+        "hot"
+    );
+}
+
+/// `POST /exec` in LibreChat's `stateful` profile with a runtime session
+/// hint, as its `execute_code` tool sends it.
+fn stateful(server: &Server, hint: &str, lang: &str, code: &str) -> Value {
+    let (status, reply) = server.request(
+        "POST",
+        "/exec",
+        &[
+            ("x-api-key", KEY),
+            ("x-codeapi-expected-profile", "stateful"),
+        ],
+        Some(&json!({"lang": lang, "code": code, "runtime_session_hint": hint})),
+    );
+    assert_eq!(status, 200, "{reply}");
+    reply
+}
+
+#[test]
+fn librechats_stateful_profile_keeps_python_names_beside_its_files() {
+    let (_dir, mut server) = server(&[]);
+    let hint = "v2:user:feedfacefeedfacefeedfacefeedface";
+    let first = stateful(
+        &server,
+        hint,
+        "py",
+        "x = 41\nopen('f.txt', 'w').write('hi')\nprint('set')",
+    );
+    assert_eq!(
+        (first["stdout"].as_str(), first["runtime_status"].as_str()),
+        (Some("set\n"), Some("new")),
+        "{first}"
+    );
+    let shell = stateful(
+        &server,
+        hint,
+        "bash",
+        "cat f.txt && echo more > g.txt && rm f.txt",
+    );
+    assert_eq!(shell["stdout"], "hi", "{shell}");
+    let second = stateful(
+        &server,
+        hint,
+        "py",
+        "import os\nprint(x + 1, open('g.txt').read().strip(), os.path.exists('f.txt'))",
+    );
+    assert_eq!(second["stdout"], "42 more False\n", "{second}");
+    assert_eq!(second["runtime_status"], "reused");
+    server.kill();
+    server.restart();
+    let after = stateful(&server, hint, "py", "print(x, sorted(os.listdir('.')))");
+    assert_eq!(after["stdout"], "41 ['g.txt']\n", "{after}");
+    // Another hint is another namespace.
+    let other = stateful(&server, "conversation-2", "py", "print('x' in globals())");
+    assert_eq!(other["stdout"], "False\n", "{other}");
+}
