@@ -48,6 +48,17 @@ class Paused:
     session_id: str
     continuation_token: str
     tool_calls: List[ToolCall]
+    session: Optional[CellTag] = None
+
+
+@dataclass
+class CellTag:
+    """Where a session's cell stands: its session, its number, and where
+    its namespace came from (``new``, ``hot``, ``cold``)."""
+
+    session_id: str
+    cell: int
+    resumed: str
 
 
 @dataclass
@@ -63,6 +74,7 @@ class Execution:
     files: List[Dict[str, Any]] = field(default_factory=list)
     deleted_files: List[str] = field(default_factory=list)
     rounds: int = 0
+    session: Optional[CellTag] = None
 
     @property
     def ok(self) -> bool:
@@ -127,6 +139,11 @@ class Client:
             tool_definition(name, function) for name, function in tools.items()]
         reply = self.start(code, definitions, files=files, session_id=session_id,
                            timeout_ms=timeout_ms, request_id=request_id)
+        return self._until_the_end(reply, tools, request_id)
+
+    def _until_the_end(self, reply: Union[Paused, "Execution"], tools: Mapping[str, Tool],
+                       request_id: Optional[str]) -> "Execution":
+        """Answers ``reply``'s pauses with ``tools`` until its end."""
         rounds = 0
         while isinstance(reply, Paused):
             rounds += 1
@@ -160,6 +177,23 @@ class Client:
                 "tool_results": list(results)}
         return _reply(self._request("POST", "/exec/programmatic", body,
                                     request_id=request_id, retry=True))
+
+    # -- sessions ---------------------------------------------------------
+
+    def session(self, ttl_seconds: Optional[int] = None) -> "Session":
+        """A new Python session: ``with client.session() as s: s.run(code)``.
+        Its cells share one namespace (names, imports, functions, files),
+        which survives a restart of the server; it is deleted when the
+        ``with`` block ends."""
+        body: Dict[str, Any] = {}
+        if ttl_seconds is not None:
+            body["ttl_seconds"] = ttl_seconds
+        created = self._request("POST", "/sessions", body, retry=False)
+        return Session(self, created["session_id"])
+
+    def sessions(self) -> List[Dict[str, Any]]:
+        """``GET /sessions``: this key's sessions."""
+        return self._request("GET", "/sessions", retry=True)["sessions"]
 
     # -- the rest of the API --------------------------------------------
 
@@ -251,6 +285,71 @@ def _http_error(error: urllib.error.HTTPError) -> BatonError:
     return BatonError(error.code, body.get("error", ""), body.get("message"), body)
 
 
+class Session:
+    """A Python session of a ``Client`` (``Client.session``): run cells in
+    one namespace with ``run``; a context manager that deletes the session
+    on exit."""
+
+    def __init__(self, client: Client, session_id: str) -> None:
+        self.client = client
+        self.session_id = session_id
+        self.cells = 0
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.delete()
+
+    def run(self, code: str, tools: Optional[Mapping[str, Tool]] = None, *,
+            tool_definitions: Optional[Sequence[Dict[str, Any]]] = None,
+            files: Optional[Sequence[Dict[str, Any]]] = None,
+            timeout_ms: Optional[int] = None) -> Execution:
+        """Runs ``code`` as the session's next cell, answering its tool calls
+        with ``tools`` (as ``Client.run``). The cell's number is sent with
+        it, so a cell whose answer was lost is answered again, not run
+        twice, when it is sent again after a transport failure."""
+        tools = dict(tools or {})
+        definitions = list(tool_definitions) if tool_definitions is not None else [
+            tool_definition(name, function) for name, function in tools.items()]
+        body: Dict[str, Any] = {"code": code, "tools": definitions, "cell": self.cells + 1}
+        if files:
+            body["files"] = list(files)
+        if timeout_ms:
+            body["timeout"] = timeout_ms
+        path = f"/sessions/{urllib.parse.quote(self.session_id)}/exec"
+        reply = _reply(self.client._request("POST", path, body, retry=True))
+        ended = self.client._until_the_end(reply, tools, None)
+        if ended.session is not None:
+            self.cells = ended.session.cell
+        return ended
+
+    def info(self) -> Dict[str, Any]:
+        """``GET /sessions/{id}``: cells, status, expiry and names."""
+        path = f"/sessions/{urllib.parse.quote(self.session_id)}"
+        return self.client._request("GET", path, retry=True)
+
+    def names(self) -> Dict[str, Dict[str, str]]:
+        """The names the session holds: ``{name: {"type", "repr"}}``."""
+        return {n["name"]: {"type": n["type"], "repr": n["repr"]} for n in self.info()["names"]}
+
+    def delete(self) -> None:
+        """Ends the session (a cell that holds it is cancelled)."""
+        path = f"/sessions/{urllib.parse.quote(self.session_id)}"
+        try:
+            self.client._request("DELETE", path, retry=True, raw=True)
+        except BatonError as error:
+            if error.status != 404:
+                raise
+
+
+def _tag(body: Dict[str, Any]) -> Optional[CellTag]:
+    tag = body.get("session")
+    if not isinstance(tag, dict):
+        return None
+    return CellTag(tag.get("session_id", ""), int(tag.get("cell", 0)), tag.get("resumed", ""))
+
+
 def _reply(body: Dict[str, Any]) -> Union[Paused, Execution]:
     if body.get("status") == "tool_call_required":
         return Paused(
@@ -259,6 +358,7 @@ def _reply(body: Dict[str, Any]) -> Union[Paused, Execution]:
             continuation_token=body["continuation_token"],
             tool_calls=[ToolCall(c["id"], c["name"], c.get("input") or {})
                         for c in body.get("tool_calls", [])],
+            session=_tag(body),
         )
     return Execution(
         status=body.get("status", "error"),
@@ -269,6 +369,7 @@ def _reply(body: Dict[str, Any]) -> Union[Paused, Execution]:
         error=body.get("error"),
         files=body.get("files", []),
         deleted_files=body.get("deleted_files", []),
+        session=_tag(body),
     )
 
 

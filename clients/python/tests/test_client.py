@@ -163,6 +163,50 @@ class ClientTest(unittest.TestCase):
             self.client.continue_(paused, [{"call_id": paused.tool_calls[0].id, "result": 1}])
         self.assertEqual(refused.exception.status, 409)
 
+    def test_a_session_keeps_its_names_from_cell_to_cell(self) -> None:
+        tools = {"get_weather": get_weather}
+        with self.client.session() as session:
+            first = session.run(
+                "import statistics\n"
+                "async def temp(city):\n"
+                "    return (await get_weather(city=city))['temp']\n"
+                "temps = [await temp('Bern')]\n",
+                tools=tools,
+            )
+            self.assertTrue(first.ok, first)
+            self.assertEqual((first.session.cell, first.session.resumed), (1, "new"))
+            second = session.run("temps.append(await temp('Zug'))\nprint(statistics.mean(temps))\n",
+                                 tools=tools)
+            self.assertEqual(second.stdout, "3.5\n", second)
+            self.assertEqual(second.session.cell, 2)
+            self.assertIn(second.session.resumed, ("hot", "cold"))
+            names = session.names()
+            self.assertEqual(names["temps"], {"type": "list", "repr": "[4, 3]"})
+            self.assertEqual(names["temp"]["repr"], "<function temp>")
+            listed = [s["session_id"] for s in self.client.sessions()]
+            self.assertIn(session.session_id, listed)
+        with self.assertRaises(BatonError) as gone:
+            session.info()
+        self.assertEqual(gone.exception.status, 404)
+
+    def test_a_lost_cell_reply_is_retried_and_the_cell_runs_once(self) -> None:
+        proxy = DropFirstReply(URL, drop_on=b"count += 1")
+        client = Client(proxy.url, KEY, retries=3, backoff=0.05)
+        with client.session() as session:
+            session.run("count = 0\n")
+            again = session.run("count += 1\nprint(count)\n")
+            self.assertEqual(proxy.dropped, 1)
+            self.assertEqual(again.stdout, "1\n", again)
+            self.assertEqual(session.run("print(count)\n").stdout, "1\n")
+
+    def test_the_rlm_example_loops_until_the_code_sets_its_answer(self) -> None:
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples"))
+        import rlm_loop
+        answer, turns = rlm_loop.solve(self.client, rlm_loop.ScriptedModel(), rlm_loop.DOCUMENT,
+                                       "How many orders were late, and which city had most?")
+        self.assertEqual(answer, "3 late orders; most in Lyon")
+        self.assertEqual(turns, 3)
+
     def test_a_wrong_key_is_a_401(self) -> None:
         with self.assertRaises(BatonError) as refused:
             Client(URL, "not-the-key").run("print(1)")
