@@ -513,3 +513,98 @@ fn cancel_by_execution_id_is_the_owners_only() {
     let (status, refused) = continue_(&server, &paused, answers(&paused));
     assert_eq!(status, 409, "{refused}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_lists_a_keys_sessions_with_their_cells_and_names() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::start(dir.path(), &[]);
+    let (_, created) = server.post("/sessions", &json!({}));
+    let session = created["session_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let mut executions = Vec::new();
+    for code in [
+        "w = await get_weather(city='Nice')",
+        &format!("label = {HOSTILE_LINE:?}\ntemps = [w['temp'], 1]"),
+    ] {
+        let (status, reply) = server.post(
+            &format!("/sessions/{session}/exec"),
+            &json!({"code": code, "tools": weather_tools()}),
+        );
+        assert_eq!(status, 200, "{reply}");
+        let reply = finish(&server, reply);
+        assert_eq!(reply["status"], "completed", "{reply}");
+        executions.push(id(&reply));
+    }
+    let (_, other) = server.post_as("/sessions", &json!({}), Some(("x-api-key", OTHER_KEY)));
+    let driver = Driver::start();
+    let profile = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let client = browser(&driver, profile.path()).await;
+    client
+        .goto(&format!("{}/ui", server.base))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    type_key(&client, KEY).await;
+    let listed = until(
+        &client,
+        "the sessions",
+        "const rows = [...document.querySelectorAll('#sessions tbody tr')]; return rows.length ? rows.map(r => [r.dataset.sessionId, r.cells[2].textContent, r.cells[3].textContent]) : null;",
+    )
+    .await;
+    assert_eq!(
+        listed,
+        json!([[session, "idle", "2"]]),
+        "other key's {}",
+        other["session_id"]
+    );
+    click(
+        &client,
+        &format!("#sessions tr[data-session-id='{session}']"),
+    )
+    .await;
+    let shown = until(
+        &client,
+        "the session",
+        "const box = document.getElementById('session-box'); if (box.hidden) return null;
+         return {
+           cells: [...document.querySelectorAll('#session-cells a')].map(a => a.textContent),
+           names: [...document.querySelectorAll('#session-names tbody tr')].map(r => [...r.cells].map(c => c.textContent)),
+         };",
+    )
+    .await;
+    assert_eq!(shown["cells"], json!(executions));
+    assert_eq!(
+        shown["names"],
+        json!([
+            ["label", "str", format!("'{HOSTILE_LINE}'")],
+            ["temps", "list", "[14, 1]"],
+            ["w", "dict", "{'city': 'Nice', 'temp': 14}"],
+        ])
+    );
+    let injected = js(
+        &client,
+        "return [window.__pwned === undefined, document.querySelectorAll('#session-box img, #session-box script').length];",
+    )
+    .await;
+    assert_eq!(injected, json!([true, 0]), "a name's value became markup");
+    screenshot(&client, "6-session").await;
+    // A cell opens as the execution it is.
+    click(&client, "#session-cells li:last-child a").await;
+    let cell = until(
+        &client,
+        "the cell's execution",
+        &shown_status(&executions[1]),
+    )
+    .await;
+    assert_eq!(cell, json!("completed"));
+}
+
+/// The status the detail pane shows once it shows execution `id`.
+fn shown_status(id: &str) -> String {
+    format!(
+        "const pane = document.getElementById('detail-pane');
+         if (pane.hidden || pane.dataset.executionId !== '{id}') return null;
+         return document.querySelector(\"[data-fact='Status']\").textContent;"
+    )
+}

@@ -462,3 +462,28 @@ fn librechats_stateful_profile_keeps_python_names_beside_its_files() {
     let other = stateful(&server, "conversation-2", "py", "print('x' in globals())");
     assert_eq!(other["stdout"], "False\n", "{other}");
 }
+
+#[test]
+fn a_cell_cut_off_by_a_kill_leaves_the_session_free_and_as_it_was() {
+    let (_dir, mut server) = server(&[]);
+    let id = create(&server, json!({}));
+    run(&server, &id, "kept = 'before'");
+    let base = server.base.clone();
+    let path = format!("/sessions/{id}/exec");
+    let running = std::thread::spawn(move || {
+        ureq::post(&format!("{base}{path}"))
+            .set("x-api-key", KEY)
+            .send_json(json!({"code": "kept = 'during'\nimport time\ntime.sleep(5)"}))
+            .is_ok()
+    });
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    server.kill();
+    assert!(
+        !running.join().unwrap_or(true),
+        "the cut-off request was answered"
+    );
+    server.restart();
+    let after = run(&server, &id, "print(kept)");
+    assert_eq!(after["stdout"], "before\n", "{after}");
+    assert_eq!(after["session"]["cell"], 2, "{after}");
+}

@@ -2,9 +2,10 @@
 //!
 //! Input: the pending call ids of a paused execution, and a request body
 //! (see [`Input`]).
-//! Properties: decoding any body never panics and gives a request or a 400
-//! (or the invalid-token answer); a start has non-blank code and a timeout
-//! in range; and for a continuation, ordering its results against the
+//! Properties: decoding any body (as an exec, a session's creation, a
+//! session's cell, a cancel) never panics and gives a request or a 400 (or
+//! the invalid-token answer); a start or cell has non-blank code and a
+//! timeout in range, a cell never names cell 0; and for a continuation, ordering its results against the
 //! pending calls succeeds exactly when every pending id is answered once
 //! and no other id is given, in which case the i-th result answers the i-th
 //! call.
@@ -13,7 +14,9 @@
 use std::collections::{HashMap, HashSet};
 
 use baton::api::error::ApiError;
-use baton::api::request::{ExecRequest, TIMEOUT_RANGE_MS, decode_cancel, decode_exec};
+use baton::api::request::{
+    ExecRequest, TIMEOUT_RANGE_MS, decode_cancel, decode_cell, decode_exec, decode_session,
+};
 use baton::journal::{CallRecord, CallResult, FrameSummary, PendingRound};
 use baton::service::{ServiceError, order_results};
 use libfuzzer_sys::fuzz_target;
@@ -106,6 +109,19 @@ fn check_results(pending: &PendingRound, results: Vec<baton::service::ToolResult
 fuzz_target!(|data: &[u8]| {
     let input = Input::parse(data);
     let _ = decode_cancel(&input.body);
+    match decode_session(&input.body) {
+        Ok(_) | Err(ApiError::BadRequest(_)) => {}
+        Err(other) => panic!("decoding a session failed with {other:?}"),
+    }
+    match decode_cell(&input.body, Some("request-1")) {
+        Ok((start, cell)) => {
+            assert!(!start.code.trim().is_empty());
+            assert!(TIMEOUT_RANGE_MS.contains(&start.timeout_ms));
+            assert_ne!(cell, Some(0));
+        }
+        Err(ApiError::BadRequest(_)) => {}
+        Err(other) => panic!("decoding a cell failed with {other:?}"),
+    }
     match decode_exec(&input.body, Some("request-1")) {
         Ok(ExecRequest::Start(start)) => {
             assert!(!start.code.trim().is_empty());

@@ -242,6 +242,10 @@ pub struct SessionView {
     /// listings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub names: Option<Vec<NameView>>,
+    /// The execution of each of its cells, in order (for
+    /// `/executions/{id}`, while kept); left out of listings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cell_executions: Option<Vec<String>>,
 }
 
 impl SessionView {
@@ -254,6 +258,7 @@ impl SessionView {
             created_at: info.created,
             expires_at: info.expires_at,
             files_session_id: info.files_session,
+            cell_executions: with_names.then_some(info.executions),
             names: with_names.then(|| {
                 info.names
                     .into_iter()

@@ -734,7 +734,13 @@ impl Engine {
                 self.charge(record, run_us, stretch);
                 self.append_output(record, &stdout, &stderr);
                 if record.cell.is_some() {
-                    record.names = names.into_iter().take(crate::journal::MAX_NAMES).collect();
+                    // What the child says is cut again: the runtime's
+                    // bounds are not believed.
+                    record.names = names
+                        .into_iter()
+                        .take(crate::journal::MAX_NAMES)
+                        .map(|n| crate::journal::NameInfo::cut(n.name, n.ty, n.repr))
+                        .collect();
                 }
                 if let ChildOutcome::Failed(failure) = &outcome
                     && let Err(error) = reports::check_failure(failure)

@@ -610,6 +610,36 @@ mod tests {
     }
 
     #[test]
+    fn a_sessions_cell_is_format_7_with_its_place_and_directories() {
+        let version = |part: &[u8]| u16::from_le_bytes([part[4], part[5]]);
+        let mut record = sample();
+        record.read_only = vec!["in.csv".into()];
+        record.directories = vec!["out".into()];
+        record.cell = Some(SessionCell {
+            session: [9; 16],
+            index: 3,
+            site_base: 2 << 20,
+            marker: "_Bc3".into(),
+            fresh_workspace: true,
+        });
+        let (start, progress, rounds) = parts_of(&record);
+        assert_eq!(version(&start), CELL_VERSION);
+        assert_eq!(version(&progress), FORMAT_VERSION);
+        let back = ExecutionRecord::from_parts(&start, &progress, &rounds)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back.cell, record.cell);
+        assert_eq!(back.directories, record.directories);
+        assert_eq!(back.read_only, record.read_only);
+        // Not a cell: format 6 (or 5) as before, no directories stored.
+        record.cell = None;
+        let (start, progress, rounds) = parts_of(&record);
+        assert_eq!(version(&start), READ_ONLY_VERSION);
+        let back = ExecutionRecord::from_parts(&start, &progress, &rounds)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((back.cell, back.directories.len()), (None, 0));
+    }
+
+    #[test]
     fn whole_records_of_earlier_formats_are_recognised() {
         let whole = sample().encode().unwrap_or_default();
         assert!(is_whole_record(&whole));

@@ -491,6 +491,7 @@ mod tests {
             history: None,
             ending: Default::default(),
             directories: Vec::new(),
+            cell: None,
         };
         let after = files_after(
             vec![
@@ -540,6 +541,7 @@ mod tests {
                 call: [0; 16],
                 until: 1055,
             }),
+            python: Some([7; 16]),
         };
         assert!(!session.expired(1059, limits));
         assert!(session.expired(1060, limits));
@@ -547,6 +549,36 @@ mod tests {
         assert!(session.expired(1100, limits));
         assert!(session.held_at(1054));
         assert!(!session.held_at(1055));
-        assert_eq!(RuntimeSession::decode(&session.encode()), Some(session));
+        assert_eq!(
+            RuntimeSession::decode(&session.encode()),
+            Some(session.clone())
+        );
+        // A value of the first format (no link to a Python session) still
+        // reads; a value of this one reads as the first by earlier builds.
+        #[derive(Serialize)]
+        struct First<'a> {
+            id: &'a str,
+            created: u64,
+            last_used: u64,
+            files: &'a [InputFile],
+            directories: &'a [String],
+            holder: Option<Hold>,
+        }
+        let first = bincode::serialize(&First {
+            id: &session.id,
+            created: session.created,
+            last_used: session.last_used,
+            files: &session.files,
+            directories: &session.directories,
+            holder: session.holder,
+        })
+        .unwrap_or_default();
+        let read = RuntimeSession::decode(&first);
+        assert_eq!(
+            read.map(|s| (s.python, s.directories)),
+            Some((None, session.directories.clone()))
+        );
+        let by_earlier: Option<RuntimeSessionV1> = bincode::deserialize(&session.encode()).ok();
+        assert_eq!(by_earlier.map(|s| s.id), Some(session.id));
     }
 }

@@ -110,6 +110,8 @@ pub struct SessionInfo {
     pub names: Vec<NameInfo>,
     /// The storage session of its files (`/mnt/data`).
     pub files_session: String,
+    /// Each listed cell's execution (hex), in order.
+    pub executions: Vec<String>,
 }
 
 /// What a session cell's answer says of its session.
@@ -354,6 +356,11 @@ impl Service {
             expires_at: session.expires_at(),
             names: session.names.clone(),
             files_session: session.files_session.clone(),
+            executions: session
+                .cells
+                .iter()
+                .map(|cell| hex::encode(cell.execution))
+                .collect(),
         }
     }
 
@@ -392,6 +399,7 @@ impl Service {
             let status = self.status_of(&session).await?;
             let mut info = self.info_of(&id, &session, status);
             info.names.clear();
+            info.executions.clear();
             sessions.push(info);
         }
         sessions.sort_by_key(|info| info.created);

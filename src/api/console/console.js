@@ -1,5 +1,6 @@
 // baton's console: the executions of one API key, one execution's timeline,
-// its paused frame, cancel. Talks only to this server's JSON API.
+// its paused frame, cancel; its Python sessions, their cells and names.
+// Talks only to this server's JSON API.
 //
 // Invariants:
 // - The API key lives in one variable of this script: never in storage, a
@@ -68,8 +69,61 @@
 
   function connected(yes) {
     $("list-pane").hidden = !yes;
+    $("sessions-pane").hidden = !yes;
     $("forget").hidden = !yes;
-    if (!yes) $("detail-pane").hidden = true;
+    if (!yes) {
+      $("detail-pane").hidden = true;
+      $("session-box").hidden = true;
+    }
+  }
+
+  async function loadSessions() {
+    const page = await api("GET", "/sessions");
+    const body = $("sessions").tBodies[0];
+    body.replaceChildren();
+    for (const session of page.sessions) {
+      const shortId = el("code", `${session.session_id.slice(0, 15)}…`);
+      shortId.title = session.session_id;
+      const tr = row([
+        when(session.created_at).replace(" UTC", ""),
+        shortId,
+        el("span", session.status, `status ${session.status}`),
+        session.cells,
+        when(session.expires_at).replace(" UTC", ""),
+      ]);
+      tr.dataset.sessionId = session.session_id;
+      tr.tabIndex = 0;
+      tr.addEventListener("click", guarded(() => showSession(session.session_id)));
+      tr.addEventListener("keydown", (event) => {
+        if (event.key === "Enter") guarded(() => showSession(session.session_id))();
+      });
+      body.appendChild(tr);
+    }
+    $("sessions-empty").hidden = body.rows.length > 0;
+  }
+
+  async function showSession(id) {
+    if (!/^ps_[0-9a-f]{32}$/.test(id)) return;
+    const session = await api("GET", `/sessions/${id}`);
+    for (const tr of $("sessions").tBodies[0].rows) {
+      tr.classList.toggle("selected", tr.dataset.sessionId === id);
+    }
+    $("session-box").hidden = false;
+    $("session-box").dataset.sessionId = id;
+    $("session-title").textContent = `Session ${id} (${session.status}, ${session.cells} cells)`;
+    const cells = $("session-cells");
+    cells.replaceChildren();
+    for (const execution of session.cell_executions || []) {
+      const link = el("a", execution);
+      link.href = `#${execution}`;
+      cells.appendChild(wrap("li", link));
+    }
+    const names = $("session-names").tBodies[0];
+    names.replaceChildren();
+    for (const name of session.names || []) {
+      names.appendChild(row([el("code", name.name), name.type, el("code", name.repr)]));
+    }
+    $("session-names-empty").hidden = names.rows.length > 0;
   }
 
   async function loadList(append) {
@@ -236,6 +290,7 @@
     }
     banner("");
     connected(true);
+    await loadSessions();
     if (location.hash.length > 1) await showExecution(location.hash.slice(1));
   }));
 
@@ -243,12 +298,14 @@
     apiKey = null;
     nextCursor = null;
     $("executions").tBodies[0].replaceChildren();
+    $("sessions").tBodies[0].replaceChildren();
     connected(false);
     banner("");
   });
 
   $("status-filter").addEventListener("change", guarded(() => loadList(false)));
   $("refresh").addEventListener("click", guarded(() => loadList(false)));
+  $("sessions-refresh").addEventListener("click", guarded(() => loadSessions()));
   $("more").addEventListener("click", guarded(() => loadList(true)));
   $("reload").addEventListener("click", guarded(() => showExecution($("detail-pane").dataset.executionId)));
   $("cancel").addEventListener("click", guarded(async () => {
