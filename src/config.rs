@@ -94,6 +94,9 @@ pub mod defaults {
     pub const SESSION_MAX_TTL_SECS: u64 = 86_400;
     /// Cells one Python session may hold.
     pub const SESSION_MAX_CELLS: u32 = 64;
+    /// Run time a Python session's cells may have taken in all, seconds
+    /// (what rebuilding its namespace replays).
+    pub const SESSION_MAX_REPLAY_SECS: u64 = 120;
     /// Seconds session files are kept.
     pub const FILE_TTL_SECS: u64 = 86_400;
     /// Seconds between sweeps.
@@ -361,6 +364,11 @@ pub struct ServeArgs {
     /// `session_full`).
     #[arg(long, env = "BATON_SESSION_MAX_CELLS", default_value_t = defaults::SESSION_MAX_CELLS)]
     pub session_max_cells: u32,
+    /// Run time a Python session's cells may have taken in all, seconds:
+    /// rebuilding its namespace in a fresh child replays them (a cell past
+    /// it: 409 `session_full`).
+    #[arg(long, env = "BATON_SESSION_MAX_REPLAY_SECS", default_value_t = defaults::SESSION_MAX_REPLAY_SECS)]
+    pub session_max_replay_secs: u64,
     /// How long session files (uploaded or produced) are kept, in seconds.
     #[arg(long, env = "BATON_FILE_TTL_SECS", default_value_t = defaults::FILE_TTL_SECS)]
     pub file_ttl_secs: u64,

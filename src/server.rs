@@ -179,6 +179,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
                 max_cells: args
                     .session_max_cells
                     .clamp(1, crate::service::MAX_SESSION_CELLS),
+                max_replay_ms: args.session_max_replay_secs.saturating_mul(1000),
             },
         },
     );

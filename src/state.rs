@@ -25,6 +25,11 @@
 //! - `k/<name>`: a secret generated for every node of a shared database
 //!   (`api_key`, `signing_key`) when the flags give none.
 //!
+//! Kept by their own modules: `f/`, `d/` (session files,
+//! `workspace/files.rs`), `t/` (runtime sessions,
+//! `service/runtime_sessions.rs`), `y/`, `z/` (Python sessions and their
+//! cells' journals, `service/sessions.rs`).
+//!
 //! Invariants:
 //! - Request-id keys start with the owner's key identity: one API key can
 //!   never see, take or cancel another key's request ids.

@@ -351,6 +351,23 @@ fn an_earlier_cells_marker_is_reserved_and_the_cell_cap_holds() {
 }
 
 #[test]
+fn a_session_whose_cells_ran_longer_than_a_rebuild_may_replay_is_full() {
+    // No replay allowed at all: any cell that ran fills the session.
+    let (_dir, server) = server(&["--session-max-replay-secs", "0"]);
+    let id = create(&server, json!({}));
+    let spent = run(&server, &id, "n = sum(range(100_000))");
+    assert_eq!(spent["status"], "completed", "{spent}");
+    let (status, full) = cell(&server, &id, json!({"code": "print(1)"}));
+    assert_eq!(
+        (status, full["error"].as_str()),
+        (409, Some("session_full")),
+        "{full}"
+    );
+    let message = full["message"].as_str().unwrap_or_default();
+    assert!(message.contains("--session-max-replay-secs"), "{full}");
+}
+
+#[test]
 fn a_cell_cannot_flood_the_names_it_reports() {
     let (_dir, server) = server(&[]);
     let id = create(&server, json!({}));

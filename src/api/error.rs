@@ -172,10 +172,8 @@ impl IntoResponse for ApiError {
                         .into(),
                 );
             }
-            ApiError::Service(ServiceError::SessionFull(cells)) => {
-                view.message = Some(format!(
-                    "A session holds {cells} cells at most (--session-max-cells); start a new session"
-                ));
+            ApiError::Service(ServiceError::SessionFull(message)) => {
+                view.message = Some(message.clone());
             }
             ApiError::Service(ServiceError::StorageFull {
                 retry_after,

@@ -39,9 +39,10 @@ pub enum ServiceError {
     /// asked for is not the next).
     #[error("session_busy")]
     SessionBusy,
-    /// The session holds as many cells as it may.
+    /// The session holds as many cells (or as much run time to replay) as
+    /// it may; the text says which.
     #[error("session_full")]
-    SessionFull(u32),
+    SessionFull(String),
     /// Unknown or deleted execution, or another key's.
     #[error("Execution not found or expired")]
     NotFound,

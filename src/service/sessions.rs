@@ -13,8 +13,10 @@
 //!   files' storage session, its cells (execution, marker, bytes), the
 //!   tools declared so far, the names of its last cell, its clocks, and
 //!   the cell that holds it now;
-//! - `z/<owner 8><session 16><cell u32 BE>`: a [`StoredCell`]: the ended
-//!   cell's record parts, how it ended, what it left.
+//! - `z/<owner 8><session 16><cell u32 BE><execution 16>`: a
+//!   [`StoredCell`]: the ended cell's record parts, how it ended, what it
+//!   left (keyed by its execution too: a cell that ended after its session
+//!   went on without it never overwrites the one listed at its place).
 //!
 //! Invariants:
 //! - One cell at a time: a cell is started only by a compare-and-swap that
@@ -72,6 +74,10 @@ pub struct SessionLimits {
     pub max_ttl_secs: u64,
     /// Cells per session.
     pub max_cells: u32,
+    /// Run time the listed cells of a session may have taken in all,
+    /// milliseconds: a cold start replays them (its allowance is twice
+    /// this, plus two seconds).
+    pub max_replay_ms: u64,
 }
 
 /// Whether a cell holds the session now.
@@ -158,6 +164,8 @@ struct CellRef {
     execution: [u8; 16],
     marker: String,
     bytes: u64,
+    /// The run time it took, milliseconds (what replaying it costs).
+    used_ms: u64,
 }
 
 /// An ended cell's journal and what it left.
@@ -172,6 +180,7 @@ struct StoredCell {
     last_clock: ClockBase,
     tools: Vec<ToolDef>,
     marker: String,
+    used_ms: u64,
 }
 
 fn encode<T: Serialize>(value: &T) -> Vec<u8> {
@@ -196,6 +205,11 @@ impl SessionRecord {
     fn bytes(&self) -> u64 {
         self.cells.iter().map(|c| c.bytes).sum()
     }
+
+    /// The run time its cells took in all, milliseconds.
+    fn used_ms(&self) -> u64 {
+        self.cells.iter().map(|c| c.used_ms).sum()
+    }
 }
 
 fn session_key(owner: [u8; 8], id: &[u8; 16]) -> Vec<u8> {
@@ -206,8 +220,16 @@ fn cells_prefix(owner: [u8; 8], id: &[u8; 16]) -> Vec<u8> {
     [SESSION_CELLS, &owner[..], &id[..]].concat()
 }
 
-fn cell_key(owner: [u8; 8], id: &[u8; 16], index: u32) -> Vec<u8> {
-    [&cells_prefix(owner, id)[..], &index.to_be_bytes()[..]].concat()
+/// The key of cell `index`'s journal as `execution` wrote it: a cell that
+/// ended after its session went on without it (its hold judged dead) can
+/// never overwrite the journal of the cell listed at its place.
+fn cell_key(owner: [u8; 8], id: &[u8; 16], index: u32, execution: &[u8; 16]) -> Vec<u8> {
+    [
+        &cells_prefix(owner, id)[..],
+        &index.to_be_bytes()[..],
+        &execution[..],
+    ]
+    .concat()
 }
 
 /// `ps_` and the id's hex.
@@ -253,6 +275,14 @@ pub(super) struct CellInputs<'a> {
     /// Whether these are all of `/mnt/data` (a runtime session's cell),
     /// rather than laid over what the earlier cells left.
     pub fresh_workspace: bool,
+}
+
+/// An ended cell's journal, as its end writes it.
+pub(super) struct CellJournal {
+    /// Its key.
+    pub key: Vec<u8>,
+    /// Its value.
+    pub bytes: Vec<u8>,
 }
 
 /// A stored session and the bytes it was read as (for the swap).
@@ -471,7 +501,7 @@ impl Service {
             let index = session.cells.len() as u32 + 1;
             let stored = self
                 .store
-                .get(&cell_key(owner, id, index))
+                .get(&cell_key(owner, id, index, &holder))
                 .await
                 .map_err(ServiceError::store)?
                 .and_then(|bytes| decode::<StoredCell>(&bytes).map(|cell| (bytes.len(), cell)));
@@ -583,8 +613,19 @@ impl Service {
         if self.live_holder(&found.session).await?.is_some() {
             return Err(ServiceError::SessionBusy);
         }
-        if index > self.config.sessions.max_cells {
-            return Err(ServiceError::SessionFull(self.config.sessions.max_cells));
+        let limits = self.config.sessions;
+        if index > limits.max_cells {
+            return Err(ServiceError::SessionFull(format!(
+                "A session holds {} cells at most (--session-max-cells); start a new session",
+                limits.max_cells
+            )));
+        }
+        if found.session.used_ms() > limits.max_replay_ms {
+            return Err(ServiceError::SessionFull(format!(
+                "This session's cells ran {} ms in all, over the {} ms a session may replay when its namespace is rebuilt (--session-max-replay-secs); start a new session",
+                found.session.used_ms(),
+                limits.max_replay_ms
+            )));
         }
         self.admit(owner, request.code.len() as u64)?;
         let client_request_id = request.request_id.clone();
@@ -793,7 +834,7 @@ impl Service {
             let index = at as u32 + 1;
             let bytes = self
                 .store
-                .get(&cell_key(owner, id, index))
+                .get(&cell_key(owner, id, index, &listed.execution))
                 .await
                 .map_err(ServiceError::store)?
                 .ok_or_else(|| ServiceError::Corrupt(format!("session cell {index} is missing")))?;
@@ -854,7 +895,7 @@ impl Service {
         record: &ExecutionRecord,
         owner: [u8; 8],
         failure: Option<&Failure>,
-    ) -> Result<Option<(Vec<u8>, Vec<u8>)>, ServiceError> {
+    ) -> Result<Option<CellJournal>, ServiceError> {
         let Some(cell) = &record.cell else {
             return Ok(None);
         };
@@ -877,11 +918,12 @@ impl Service {
             last_clock: last_clock(record),
             tools: record.tools.clone(),
             marker: cell.marker.clone(),
+            used_ms: record.used_ms,
         };
-        Ok(Some((
-            cell_key(owner, &cell.session, cell.index),
-            encode(&stored),
-        )))
+        Ok(Some(CellJournal {
+            key: cell_key(owner, &cell.session, cell.index, &record.id),
+            bytes: encode(&stored),
+        }))
     }
 
     /// After a cell's end was written (with its journal, `journal_bytes`,
@@ -918,6 +960,11 @@ impl Service {
             Ok(Some(session)) => self.count_session(&cell.session, owner, &session),
             Ok(None) => {
                 self.engine.evict(&cell.session);
+                // Its journal was written with its end: nothing lists it.
+                let key = cell_key(owner, &cell.session, cell.index, &record.id);
+                if let Err(error) = self.store.delete(&key).await {
+                    tracing::warn!(%error, "an unlisted cell's journal was not deleted");
+                }
                 tracing::warn!(
                     execution = %record.id_hex(),
                     "a cell ended after its session went on without it (deleted, or its hold lapsed); it is not listed"
@@ -1022,6 +1069,7 @@ fn list_cell(session: &mut SessionRecord, cell: &StoredCell, bytes: u64) {
         execution: cell.execution,
         marker: cell.marker.clone(),
         bytes,
+        used_ms: cell.used_ms,
     });
 }
 
@@ -1080,6 +1128,7 @@ mod tests {
                 execution: [1; 16],
                 marker: "_Bc1".into(),
                 bytes: 10,
+                used_ms: 5,
             }],
             tools: vec![tool("a", "a")],
             names: vec![NameInfo::cut("x".into(), "int".into(), "1".into())],
@@ -1089,11 +1138,13 @@ mod tests {
         let bytes = encode(&session);
         assert_eq!(decode::<SessionRecord>(&bytes), Some(session.clone()));
         assert_eq!(session.expires_at(), 65);
-        assert_eq!(session.bytes(), 10);
+        assert_eq!((session.bytes(), session.used_ms()), (10, 5));
         assert_eq!(decode::<SessionRecord>(&bytes[1..]), None);
         assert_eq!(decode::<SessionRecord>(&[]), None);
         let key = session_key([3; 8], &[4; 16]);
         assert_eq!(split_session_key(&key), Some(([3; 8], [4; 16])));
-        assert!(cell_key([3; 8], &[4; 16], 2).starts_with(&cells_prefix([3; 8], &[4; 16])));
+        let journal = cell_key([3; 8], &[4; 16], 2, &[5; 16]);
+        assert!(journal.starts_with(&cells_prefix([3; 8], &[4; 16])));
+        assert_ne!(journal, cell_key([3; 8], &[4; 16], 2, &[6; 16]));
     }
 }

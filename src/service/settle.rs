@@ -25,7 +25,9 @@
 //!   will fetch the files it names); any other is flushed right after its
 //!   reply, without the reply waiting: a crash in between loses only that
 //!   end, and the round that led to it is run again when the execution is
-//!   next continued.
+//!   next continued. A session's cell's end is always durable before its
+//!   reply, with its journal in the same batch when it ended by itself;
+//!   then its session lists it (`sessions.rs`).
 
 use tracing::Instrument;
 
@@ -410,8 +412,8 @@ impl Service {
         let (ended_key, kept_key) = (state_key(&record.id), outcome_key(&record.id));
         let mut puts: Vec<(&[u8], &[u8])> =
             vec![(&ended_key, &state_bytes), (&kept_key, &outcome_bytes)];
-        if let Some((key, bytes)) = &journal {
-            puts.push((key, bytes));
+        if let Some(journal) = &journal {
+            puts.push((&journal.key, &journal.bytes));
         }
         // A session's cell the client saw is never lost: its end is on
         // disk before its answer.
@@ -435,7 +437,7 @@ impl Service {
             },
         )
         .await?;
-        self.settle_cell(record, state.owner, journal.as_ref().map(|(_, j)| &j[..]))
+        self.settle_cell(record, state.owner, journal.as_ref().map(|j| &j.bytes[..]))
             .await;
         let mut reply =
             Reply::from_outcome(record.id_hex(), outcome, record.round_count() as u32, kind);
