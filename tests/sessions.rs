@@ -405,16 +405,30 @@ facts = {'city': w['city']}",
         run(&server, &id, "facts['n'] = 1")["session"]["resumed"],
         "hot"
     );
-    // Every child of the zygote: the idle ones (the pool refills) and the
-    // one that holds the session's namespace.
+    // The child that holds the namespace: the zygote's oldest child (it
+    // ran cell 1; the pool's idle children were forked after it).
     let zygote = server.zygote_pid().unwrap_or_else(|| panic!("no zygote"));
-    let children = common::server::children_of(zygote);
-    assert!(!children.is_empty());
-    for pid in children {
-        // SAFETY: signalling a child of the test's own server.
-        unsafe {
-            libc::kill(pid, libc::SIGKILL);
-        }
+    let started = |pid: &i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| {
+                let fields: Vec<String> = stat
+                    .rsplit_once(')')?
+                    .1
+                    .split_whitespace()
+                    .map(str::to_owned)
+                    .collect();
+                fields.get(19)?.parse::<u64>().ok()
+            })
+            .unwrap_or(u64::MAX)
+    };
+    let holder = common::server::children_of(zygote)
+        .into_iter()
+        .min_by_key(started)
+        .unwrap_or_else(|| panic!("the zygote has no child"));
+    // SAFETY: signalling a child of the test's own server.
+    unsafe {
+        libc::kill(holder, libc::SIGKILL);
     }
     let after = run(&server, &id, "print(sorted(facts.items()))");
     assert_eq!(after["stdout"], "[('city', 'Lima'), ('n', 1)]\n", "{after}");
@@ -503,4 +517,40 @@ fn a_cell_cut_off_by_a_kill_leaves_the_session_free_and_as_it_was() {
     let after = run(&server, &id, "print(kept)");
     assert_eq!(after["stdout"], "before\n", "{after}");
     assert_eq!(after["session"]["cell"], 2, "{after}");
+}
+
+#[test]
+fn a_cell_listed_by_another_request_while_its_end_is_flushed_keeps_its_journal() {
+    let (_dir, mut server) = server(&[]);
+    let id = create(&server, json!({}));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Another client reads the session all the time: a read that finds a
+    // cell's hold dead while its end is flushed lists the cell itself.
+    let reader = {
+        let (base, id, stop) = (server.base.clone(), id.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = ureq::get(&format!("{base}/sessions/{id}"))
+                    .set("x-api-key", KEY)
+                    .call();
+            }
+        })
+    };
+    for n in 0..40 {
+        let reply = run(&server, &id, &format!("x{n} = {n}"));
+        assert_eq!(reply["status"], "completed", "{reply}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = reader.join();
+    assert_eq!(show(&server, &id)["cells"], 40);
+    // Every journal is there: a rebuild replays them all.
+    server.kill();
+    server.restart();
+    let total = run(
+        &server,
+        &id,
+        "print(sum(globals()[f'x{n}'] for n in range(40)))",
+    );
+    assert_eq!(total["stdout"], "780\n", "{total}");
+    assert_eq!(total["session"]["resumed"], "cold");
 }

@@ -62,6 +62,9 @@ pub const MAX_SESSION_CELLS: u32 = 4095;
 /// and up (a cell's source, at most 256 KiB by default, has far fewer
 /// call sites).
 const CELL_SITE_STRIDE: u32 = 1 << 20;
+/// How long a hold counts as live while its execution has no state yet
+/// (the state is stored right after the hold is taken), seconds.
+const STATELESS_HOLD_SECS: u64 = 30;
 /// The first byte of every stored value of this module.
 const FORMAT: u8 = 1;
 
@@ -534,7 +537,11 @@ impl Service {
             .await
             .map_err(ServiceError::store)?
         else {
-            return Ok(None);
+            // The hold is taken just before its execution's state is
+            // stored: live for a moment without one (a server that died in
+            // between leaves a hold that lapses).
+            let taken_lately = now_secs() < session.last_used.saturating_add(STATELESS_HOLD_SECS);
+            return Ok(taken_lately.then_some(holder));
         };
         let Some(state) = ExecState::decode(&bytes) else {
             return Ok(None);
@@ -958,6 +965,9 @@ impl Service {
             .await;
         match listed {
             Ok(Some(session)) => self.count_session(&cell.session, owner, &session),
+            // Another request found the hold dead between this end and
+            // now (the end's flush) and listed the cell already.
+            Ok(None) if self.lists_cell(owner, cell, &record.id).await => {}
             Ok(None) => {
                 self.engine.evict(&cell.session);
                 // Its journal was written with its end: nothing lists it.
@@ -975,6 +985,23 @@ impl Service {
                 "a cell's session was not updated; the next request to it lists the cell"
             ),
         }
+    }
+
+    /// Whether the session of `cell` lists `execution` at `cell`'s place.
+    async fn lists_cell(&self, owner: [u8; 8], cell: &SessionCell, execution: &[u8; 16]) -> bool {
+        let at = cell.index.saturating_sub(1) as usize;
+        self.store
+            .get(&session_key(owner, &cell.session))
+            .await
+            .ok()
+            .flatten()
+            .and_then(|bytes| decode::<SessionRecord>(&bytes))
+            .is_some_and(|session| {
+                session
+                    .cells
+                    .get(at)
+                    .is_some_and(|listed| listed.execution == *execution)
+            })
     }
 
     /// Whether a child parked with `cells` cells of the session `id` still
