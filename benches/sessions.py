@@ -33,9 +33,10 @@ def new_session(server):
     return reply["session_id"]
 
 
-def run_cell(server, session, code):
-    """Runs a cell to its end (answering its calls); total ms."""
-    reply, ms = server.post(f"/sessions/{session}/exec", {"code": code, "tools": TOOLS})
+def to_the_end(server, path, code):
+    """Posts `code` to `path` and answers its calls until it ends; the end
+    and the total ms."""
+    reply, ms = server.post(path, {"code": code, "tools": TOOLS})
     while reply.get("status") == "tool_call_required":
         call = reply["tool_calls"][0]
         reply, more = server.post("/exec/programmatic", {
@@ -43,18 +44,18 @@ def run_cell(server, session, code):
             "tool_results": [{"call_id": call["id"], "result": {"t": 1}}]})
         ms += more
     assert reply.get("status") == "completed", reply
+    return reply, ms
+
+
+def run_cell(server, session, code):
+    """Runs a cell to its end; total ms, and how it was resumed."""
+    reply, ms = to_the_end(server, f"/sessions/{session}/exec", code)
     return ms, reply["session"]["resumed"]
 
 
 def fresh(server, code):
-    reply, ms = server.post("/exec/programmatic", {"code": code, "tools": TOOLS})
-    while reply.get("status") == "tool_call_required":
-        call = reply["tool_calls"][0]
-        reply, more = server.post("/exec/programmatic", {
-            "continuation_token": reply["continuation_token"],
-            "tool_results": [{"call_id": call["id"], "result": {"t": 1}}]})
-        ms += more
-    return ms
+    """Runs `code` as a new execution to its end; total ms."""
+    return to_the_end(server, "/exec/programmatic", code)[1]
 
 
 def main():

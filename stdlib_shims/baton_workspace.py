@@ -106,19 +106,12 @@ class _Workspace:
         now = _now_ns() if pairs else 0
         self.nodes = {"": self._new(0o040755, now)}
         for name in sorted(directories):
-            parts = name.split("/")
-            for i in range(1, len(parts) + 1):
-                self.nodes.setdefault("/".join(parts[:i]), self._new(0o040755, now))
+            self._make_directories(name, now, itself=True)
         for name, data in sorted(pairs):
-            parts = name.split("/")
-            for i in range(1, len(parts)):
-                self.nodes.setdefault("/".join(parts[:i]), self._new(0o040755, now))
+            self._make_directories(name, now, itself=False)
             self.nodes[name] = self._new(0o100644, now, data)
         self.read_only = frozenset(read_only)
-        for name in self.read_only:
-            node = self.nodes.get(name)
-            if node is not None and not node.is_dir():
-                node.mode, node.sealed = 0o100444, True
+        self._seal(self.read_only)
         self.used = sum(len(data) for _, data in pairs)
         self.initial = dict(pairs)
 
@@ -130,13 +123,9 @@ class _Workspace:
         pairs = [(name, bytes(data)) for name, data in pairs]
         now = _now_ns() if pairs or directories else 0
         for name in sorted(directories):
-            parts = name.split("/")
-            for i in range(1, len(parts) + 1):
-                self.nodes.setdefault("/".join(parts[:i]), self._new(0o040755, now))
+            self._make_directories(name, now, itself=True)
         for name, data in sorted(pairs):
-            parts = name.split("/")
-            for i in range(1, len(parts)):
-                self.nodes.setdefault("/".join(parts[:i]), self._new(0o040755, now))
+            self._make_directories(name, now, itself=False)
             old = self.nodes.get(name)
             if old is not None and old.is_dir():
                 continue
@@ -145,12 +134,23 @@ class _Workspace:
             self.nodes[name] = self._new(0o100644, now, data)
             self.used += len(data)
         self.read_only = self.read_only | frozenset(read_only)
-        for name in read_only:
+        self._seal(read_only)
+        self.initial = {name: bytes(node.data) for name, node in self.nodes.items()
+                        if name and name not in ANCESTORS and not node.is_dir()}
+
+    def _make_directories(self, name, now, itself):
+        """The directories `name` lies in (and `name` itself, when
+        `itself`), made where missing."""
+        parts = name.split("/")
+        for i in range(1, len(parts) + (1 if itself else 0)):
+            self.nodes.setdefault("/".join(parts[:i]), self._new(0o040755, now))
+
+    def _seal(self, names):
+        """Makes the files of `names` read-only (uploaded `read_only`)."""
+        for name in names:
             node = self.nodes.get(name)
             if node is not None and not node.is_dir():
                 node.mode, node.sealed = 0o100444, True
-        self.initial = {name: bytes(node.data) for name, node in self.nodes.items()
-                        if name and name not in ANCESTORS and not node.is_dir()}
 
     def _new(self, mode, now, data=b""):
         self.inodes += 1

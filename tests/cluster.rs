@@ -486,14 +486,8 @@ fn run_across(
             .iter()
             .map(|call| {
                 let tool = call["name"].as_str().unwrap_or_default().to_owned();
-                let result = oracle.result_of(round, &tool, &call["input"], &mut used);
                 seen.push((tool, call["input"].clone()));
-                match result {
-                    baton::journal::CallResult::Value(text) => json!({"call_id": call["id"],
-                        "result": serde_json::from_str::<Value>(&text).unwrap(), "is_error": false}),
-                    baton::journal::CallResult::Error(message) => json!({"call_id": call["id"],
-                        "result": null, "is_error": true, "error_message": message}),
-                }
+                oracle.tool_result(round, call, &mut used)
             })
             .collect();
         rounds.push(seen);

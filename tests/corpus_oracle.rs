@@ -22,8 +22,8 @@ use std::path::PathBuf;
 use baton::engine::Engine;
 use baton::program::{Program, ProgramLimits};
 use common::{
-    OracleMode, OracleRun, canonical, corpus_programs, corpus_tools, engine, final_error, frames,
-    oracle, run_to_end, spec,
+    Compared, OracleMode, OracleRun, corpus_programs, corpus_tools, engine, final_error, oracle,
+    run_to_end, spec,
 };
 use serde_json::Value;
 
@@ -46,25 +46,11 @@ impl Mode {
     }
 }
 
-/// What one baton run produced.
-#[derive(Debug, PartialEq)]
-struct Outcome {
-    calls: Vec<Vec<(String, Value)>>,
-    stdout: String,
-    error: Option<String>,
-    frames: Vec<String>,
+fn expected(run: &OracleRun) -> Compared {
+    Compared::of_oracle(run)
 }
 
-fn expected(run: &OracleRun) -> Outcome {
-    Outcome {
-        calls: canonical(run.calls()),
-        stdout: run.stdout.clone(),
-        error: run.error.clone(),
-        frames: frames(&run.stderr),
-    }
-}
-
-async fn run_baton(engine: &Engine, source: &str, oracle_run: &OracleRun, mode: Mode) -> Outcome {
+async fn run_baton(engine: &Engine, source: &str, oracle_run: &OracleRun, mode: Mode) -> Compared {
     let mut record = engine
         .prepare(spec(source, corpus_tools(), 60_000))
         .unwrap_or_else(|e| panic!("prepare: {e}"));
@@ -73,12 +59,7 @@ async fn run_baton(engine: &Engine, source: &str, oracle_run: &OracleRun, mode: 
         oracle_run.result_of(round, tool, input, &mut used)
     };
     let (step, calls) = run_to_end(engine, &mut record, answer, |round| mode.evicts(round)).await;
-    Outcome {
-        calls: canonical(calls),
-        stdout: record.stdout.clone(),
-        error: final_error(step),
-        frames: frames(&record.stderr),
-    }
+    Compared::new(calls, &record.stdout, final_error(step), &record.stderr)
 }
 
 /// Checks one program; returns what differed.

@@ -20,10 +20,9 @@ mod common;
 
 use std::path::PathBuf;
 
-use baton::journal::CallResult;
 use baton::program::{Program, ProgramLimits};
 use common::server::Server;
-use common::{OracleCall, canonical, corpus_tools, frames, root};
+use common::{Compared, OracleRun, corpus_tools, programs_in, root, run_harness};
 use serde_json::{Value, json};
 
 /// How the server is killed while a session runs.
@@ -34,31 +33,8 @@ enum Kills {
     AtEveryPause,
 }
 
-/// What one cell did.
-#[derive(Debug, PartialEq)]
-struct CellRun {
-    calls: Vec<Vec<(String, Value)>>,
-    stdout: String,
-    error: Option<String>,
-    frames: Vec<String>,
-}
-
-/// The oracle's report of one cell.
-struct OracleCell {
-    run: CellRun,
-    rounds: Vec<Vec<OracleCall>>,
-}
-
 fn session_programs() -> Vec<PathBuf> {
-    let only = std::env::var("BATON_SESSIONS_ONLY").unwrap_or_default();
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(root().join("tests/sessions"))
-        .unwrap_or_else(|e| panic!("tests/sessions: {e}"))
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "py"))
-        .filter(|path| path.to_string_lossy().contains(only.as_str()))
-        .collect();
-    paths.sort();
-    paths
+    programs_in("tests/sessions", "BATON_SESSIONS_ONLY")
 }
 
 fn cells_of(source: &str) -> Vec<String> {
@@ -73,22 +49,8 @@ fn cells_of(source: &str) -> Vec<String> {
     cells
 }
 
-fn oracle_call(call: &Value) -> OracleCall {
-    let payload = call["payload"].as_str().unwrap_or_default().to_owned();
-    OracleCall {
-        tool: call["tool"].as_str().unwrap_or_default().to_owned(),
-        input: serde_json::from_str(call["input"].as_str().unwrap_or("null"))
-            .unwrap_or(Value::Null),
-        result: if call["ok"].as_bool().unwrap_or(false) {
-            CallResult::Value(payload)
-        } else {
-            CallResult::Error(payload)
-        },
-    }
-}
-
-/// Runs the cells under CPython as one session.
-fn oracle(cells: &[String]) -> Vec<OracleCell> {
+/// Runs the cells under CPython as one session: one run per cell.
+fn oracle(cells: &[String]) -> Vec<OracleRun> {
     let programs: Vec<Value> = cells
         .iter()
         .map(|cell| {
@@ -102,60 +64,12 @@ fn oracle(cells: &[String]) -> Vec<OracleCell> {
         .collect();
     let request =
         json!({"cells": programs, "seeds": seeds, "seed": seeds[0], "wall0": 1.0e9, "step": 1.0});
-    let mut child = std::process::Command::new("python3")
-        .arg(root().join("tests/oracle/harness.py"))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("python3: {e}"));
-    if let Some(mut stdin) = child.stdin.take() {
-        use std::io::Write;
-        let _ = stdin.write_all(request.to_string().as_bytes());
-    }
-    let output = child
-        .wait_with_output()
-        .unwrap_or_else(|e| panic!("python3: {e}"));
-    let reply: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "oracle output is not JSON ({e}): {}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
+    let reply = run_harness(&request);
     reply["cells"]
         .as_array()
         .unwrap_or_else(|| panic!("no cells: {reply}"))
         .iter()
-        .map(|cell| {
-            let rounds: Vec<Vec<OracleCall>> = cell["rounds"]
-                .as_array()
-                .map(|rounds| {
-                    rounds
-                        .iter()
-                        .map(|r| r.as_array().map(|c| c.iter().map(oracle_call).collect()))
-                        .map(Option::unwrap_or_default)
-                        .collect()
-                })
-                .unwrap_or_default();
-            let calls = rounds
-                .iter()
-                .map(|round| {
-                    round
-                        .iter()
-                        .map(|c| (c.tool.clone(), c.input.clone()))
-                        .collect()
-                })
-                .collect();
-            OracleCell {
-                run: CellRun {
-                    calls: canonical(calls),
-                    stdout: cell["stdout"].as_str().unwrap_or_default().to_owned(),
-                    error: cell["error"].as_str().map(str::to_owned),
-                    frames: frames(cell["stderr"].as_str().unwrap_or_default()),
-                },
-                rounds,
-            }
-        })
+        .map(OracleRun::from_report)
         .collect()
 }
 
@@ -165,42 +79,13 @@ fn tools_json() -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("tools.json: {e}"))
 }
 
-/// The oracle's result for one call of a paused reply (each of the
-/// oracle's calls answers once).
-fn result_for(
-    call: &Value,
-    rounds: &[Vec<OracleCall>],
-    round: usize,
-    used: &mut Vec<(usize, usize)>,
-) -> Value {
-    let tool = call["name"].as_str().unwrap_or_default();
-    let calls = rounds.get(round).map(Vec::as_slice).unwrap_or(&[]);
-    let found = calls.iter().enumerate().position(|(index, c)| {
-        c.tool == tool && c.input == call["input"] && !used.contains(&(round, index))
-    });
-    let result = found.map(|index| {
-        used.push((round, index));
-        calls[index].result.clone()
-    });
-    match result {
-        Some(CallResult::Value(text)) => {
-            json!({"call_id": call["id"], "result": serde_json::from_str::<Value>(&text).unwrap_or(Value::Null)})
-        }
-        Some(CallResult::Error(message)) => {
-            json!({"call_id": call["id"], "result": null, "is_error": true, "error_message": message})
-        }
-        None => json!({"call_id": call["id"], "result": null, "is_error": true,
-            "error_message": format!("the oracle made no call {tool} {} here", call["input"])}),
-    }
-}
-
 /// Runs the cells as one session of `server`, killing it as `kills` says.
 fn run_session(
     server: &mut Server,
     cells: &[String],
-    oracle: &[OracleCell],
+    oracle: &[OracleRun],
     kills: Kills,
-) -> (Vec<CellRun>, Vec<String>) {
+) -> (Vec<Compared>, Vec<String>) {
     let (status, created) = server.post("/sessions", &json!({}));
     assert_eq!(status, 201, "{created}");
     let id = created["session_id"]
@@ -244,7 +129,7 @@ fn run_session(
             assert!(calls.len() < 50, "runaway cell {}", index + 1);
             let results: Vec<Value> = pending
                 .iter()
-                .map(|c| result_for(c, &oracle[index].rounds, round, &mut used))
+                .map(|c| oracle[index].tool_result(round, c, &mut used))
                 .collect();
             if kills == Kills::AtEveryPause {
                 server.restart();
@@ -257,12 +142,12 @@ fn run_session(
             assert_eq!(next["session"]["cell"], index + 1, "{next}");
             reply = next;
         }
-        runs.push(CellRun {
-            calls: canonical(calls),
-            stdout: reply["stdout"].as_str().unwrap_or_default().to_owned(),
-            error: reply["error"].as_str().map(str::to_owned),
-            frames: frames(reply["stderr"].as_str().unwrap_or_default()),
-        });
+        runs.push(Compared::new(
+            calls,
+            reply["stdout"].as_str().unwrap_or_default(),
+            reply["error"].as_str().map(str::to_owned),
+            reply["stderr"].as_str().unwrap_or_default(),
+        ));
     }
     let (status, view) = server.get(&format!("/sessions/{id}"), Some(common::server::KEY));
     assert_eq!(status, 200, "{view}");
@@ -282,15 +167,15 @@ fn check(server: &mut Server, path: &PathBuf, kills: Kills) -> Vec<String> {
     eprintln!("session corpus: {name} ({kills:?})");
     let source = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{name}: {e}"));
     let cells = cells_of(&source);
-    let expected = oracle(&cells);
-    let (runs, resumed) = run_session(server, &cells, &expected, kills);
+    let cpython = oracle(&cells);
+    let (runs, resumed) = run_session(server, &cells, &cpython, kills);
     let mut problems = Vec::new();
-    for (index, (run, want)) in runs.iter().zip(&expected).enumerate() {
-        if run != &want.run {
+    for (index, (run, want)) in runs.iter().zip(&cpython).enumerate() {
+        let want = Compared::of_oracle(want);
+        if run != &want {
             problems.push(format!(
-                "{name} ({kills:?}) cell {}:\n  cpython: {:?}\n  baton:   {run:?}",
+                "{name} ({kills:?}) cell {}:\n  cpython: {want:?}\n  baton:   {run:?}",
                 index + 1,
-                want.run
             ));
         }
     }

@@ -283,11 +283,20 @@ impl Engine {
         record: &mut ExecutionRecord,
         earlier: Option<&[EndedCell]>,
     ) -> Result<(Step, ResumeKind), EngineError> {
+        let index = record.cell.as_ref().map_or(1, |cell| cell.index as usize);
+        let held = record
+            .cell
+            .as_ref()
+            .is_some_and(|cell| self.parked.holds(&cell.session, index - 1));
+        if !held && earlier.is_none_or(|earlier| earlier.len() + 1 != index) {
+            // Cold, and the caller must read the earlier cells first: the
+            // program is built once, when it can run.
+            return Err(EngineError::HistoryNeeded);
+        }
         let program = match step!("rewrite").in_scope(|| self.program_json(record)) {
             Ok(program) => program,
             Err(step) => return Ok((self.fail_early(record, step), ResumeKind::Cold)),
         };
-        let index = record.cell.as_ref().map_or(1, |cell| cell.index as usize);
         if let Some(step) = self.start_hot(record, &program).await {
             return Ok((step, ResumeKind::Hot));
         }
@@ -417,16 +426,6 @@ impl Engine {
             self.run_fresh(record, program, earlier).await?,
             ResumeKind::Cold,
         ))
-    }
-
-    /// Whether the child of `record`'s execution is parked here, paused
-    /// after its last round (its next step would be hot).
-    pub fn is_parked(&self, record: &ExecutionRecord) -> bool {
-        record
-            .rounds
-            .len()
-            .checked_sub(1)
-            .is_some_and(|paused_after| self.parked.holds(&record.id, paused_after))
     }
 
     /// Drops the parked child of an execution (it will resume cold).
@@ -575,11 +574,13 @@ impl Engine {
         program_json: String,
         earlier: &[EndedCell],
     ) -> Result<Step, EngineError> {
-        let replayed = std::iter::once(&*record).chain(earlier.iter().map(|cell| &cell.record));
-        if let Some(other) = replayed
-            .filter(|r| !r.rounds.is_empty() || r.id != record.id)
-            .find(|r| r.hash_seed != HASH_SEED)
-        {
+        // What this child replays: the earlier cells, and this record's
+        // rounds when it has some.
+        let mut replayed = earlier
+            .iter()
+            .map(|cell| &cell.record)
+            .chain((!record.rounds.is_empty()).then_some(&*record));
+        if let Some(other) = replayed.find(|r| r.hash_seed != HASH_SEED) {
             // Another build hashed strings differently: a replay would not
             // iterate sets in the first run's order.
             return Ok(Step::Failed(Failure::replay_seed_differs(

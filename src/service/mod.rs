@@ -120,6 +120,24 @@ impl Service {
             .div_ceil(1000);
         now_secs() + budget_secs + ROUND_OVERRUN_SECS + self.config.paused_ttl_secs
     }
+
+    /// The state of a new execution of `owner` (whose `record` it becomes)
+    /// while its first round runs on this node.
+    fn first_round_running(
+        &self,
+        record: &mut crate::journal::ExecutionRecord,
+        owner: [u8; 8],
+    ) -> ExecState {
+        record.owner = owner;
+        ExecState {
+            status: Status::Running,
+            round: 0,
+            owner,
+            expires_at: self.running_expires_at(record),
+            answered: None,
+            node: self.store.node(),
+        }
+    }
 }
 
 /// Settings of the service.

@@ -654,15 +654,7 @@ impl Service {
             .await
             .map_err(ServiceError::store)?
             .map_err(|_| ServiceError::SessionBusy)?;
-        let state = ExecState {
-            status: Status::Running,
-            round: 0,
-            owner,
-            expires_at: self.running_expires_at(&record),
-            answered: None,
-            node: self.store.node(),
-        };
-        record.owner = owner;
+        let state = self.first_round_running(&mut record, owner);
         let flushing = match self.store_start(&mut record, &state).await {
             Ok(flushing) => flushing,
             Err(error) => {

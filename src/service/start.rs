@@ -5,7 +5,7 @@ use tracing::Instrument;
 use crate::auth::Principal;
 use crate::engine::ExecutionSpec;
 use crate::journal::ExecutionRecord;
-use crate::state::{ExecState, Status, listing_key, state_key};
+use crate::state::{ExecState, listing_key, state_key};
 use crate::timing::step;
 
 use super::error::ServiceError;
@@ -68,15 +68,7 @@ impl Service {
         let mut record = step!("prepare")
             .in_scope(|| self.engine.prepare(spec))
             .map_err(|e| ServiceError::Invalid(e.to_string()))?;
-        let state = ExecState {
-            status: Status::Running,
-            round: 0,
-            owner,
-            expires_at: self.running_expires_at(&record),
-            answered: None,
-            node: self.store.node(),
-        };
-        record.owner = owner;
+        let state = self.first_round_running(&mut record, owner);
         let flushing = self.store_start(&mut record, &state).await?;
         self.link_request(owner, &request_id, record.id).await?;
         if request_id.cancelled_early {

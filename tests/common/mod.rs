@@ -253,6 +253,11 @@ pub(crate) fn oracle_answering(
     if let Some(table) = table {
         request["answer_table"] = table.clone();
     }
+    OracleRun::from_report(&run_harness(&request))
+}
+
+/// Runs `tests/oracle/harness.py` on `request`; its JSON answer.
+pub(crate) fn run_harness(request: &Value) -> Value {
     let mut child = Command::new("python3")
         .arg(root().join("tests/oracle/harness.py"))
         .stdin(Stdio::piped())
@@ -266,32 +271,58 @@ pub(crate) fn oracle_answering(
     let output = child
         .wait_with_output()
         .unwrap_or_else(|e| panic!("python3: {e}"));
-    let reply: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
         panic!(
             "oracle output is not JSON ({e}): {}\n{}",
             String::from_utf8_lossy(&output.stdout),
             String::from_utf8_lossy(&output.stderr)
         )
-    });
-    let rounds = reply["rounds"]
-        .as_array()
-        .map(|rounds| {
-            rounds
-                .iter()
-                .map(|round| {
-                    round
-                        .as_array()
-                        .map(|calls| calls.iter().map(oracle_call).collect())
-                        .unwrap_or_default()
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    OracleRun {
-        stdout: reply["stdout"].as_str().unwrap_or_default().to_owned(),
-        stderr: reply["stderr"].as_str().unwrap_or_default().to_owned(),
-        error: reply["error"].as_str().map(str::to_owned),
-        rounds,
+    })
+}
+
+impl OracleRun {
+    /// A run as the harness reports it (a program's, or one cell's).
+    pub(crate) fn from_report(report: &Value) -> OracleRun {
+        let rounds = report["rounds"]
+            .as_array()
+            .map(|rounds| {
+                rounds
+                    .iter()
+                    .map(|round| {
+                        round
+                            .as_array()
+                            .map(|calls| calls.iter().map(oracle_call).collect())
+                            .unwrap_or_default()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        OracleRun {
+            stdout: report["stdout"].as_str().unwrap_or_default().to_owned(),
+            stderr: report["stderr"].as_str().unwrap_or_default().to_owned(),
+            error: report["error"].as_str().map(str::to_owned),
+            rounds,
+        }
+    }
+
+    /// The oracle's answer to `call` (a `tool_calls` entry of a paused
+    /// reply) in round `round`, as a `tool_results` entry (see
+    /// [`OracleRun::result_of`]).
+    pub(crate) fn tool_result(
+        &self,
+        round: usize,
+        call: &Value,
+        used: &mut Vec<(usize, usize)>,
+    ) -> Value {
+        let tool = call["name"].as_str().unwrap_or_default();
+        match self.result_of(round, tool, &call["input"], used) {
+            CallResult::Value(text) => serde_json::json!({"call_id": call["id"],
+                "result": serde_json::from_str::<Value>(&text)
+                    .unwrap_or_else(|e| panic!("the oracle's answer {text}: {e}")),
+                "is_error": false}),
+            CallResult::Error(message) => serde_json::json!({"call_id": call["id"],
+                "result": null, "is_error": true, "error_message": message}),
+        }
     }
 }
 
@@ -312,15 +343,54 @@ fn oracle_call(call: &Value) -> OracleCall {
 /// The corpus programs; `BATON_CORPUS_ONLY=<part of a file name>` keeps the
 /// matching ones (for debugging one program).
 pub(crate) fn corpus_programs() -> Vec<PathBuf> {
-    let only = std::env::var("BATON_CORPUS_ONLY").unwrap_or_default();
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(root().join("tests/corpus"))
-        .unwrap_or_else(|e| panic!("tests/corpus: {e}"))
+    programs_in("tests/corpus", "BATON_CORPUS_ONLY")
+}
+
+/// The `.py` files of `folder` (from the repository root), sorted; the
+/// variable `only`, when set, keeps the names that contain it.
+pub(crate) fn programs_in(folder: &str, only: &str) -> Vec<PathBuf> {
+    let only = std::env::var(only).unwrap_or_default();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(root().join(folder))
+        .unwrap_or_else(|e| panic!("{folder}: {e}"))
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|path| path.extension().is_some_and(|ext| ext == "py"))
         .filter(|path| path.to_string_lossy().contains(only.as_str()))
         .collect();
     paths.sort();
     paths
+}
+
+/// What a run did, as baton's and CPython's are compared: the calls of
+/// each round (in a canonical order), stdout, the error line, the
+/// traceback's frames.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Compared {
+    pub calls: Vec<Vec<(String, Value)>>,
+    pub stdout: String,
+    pub error: Option<String>,
+    pub frames: Vec<String>,
+}
+
+impl Compared {
+    /// A run of `calls`, `stdout`, `error` and `stderr`.
+    pub(crate) fn new(
+        calls: Vec<Vec<(String, Value)>>,
+        stdout: &str,
+        error: Option<String>,
+        stderr: &str,
+    ) -> Compared {
+        Compared {
+            calls: canonical(calls),
+            stdout: stdout.to_owned(),
+            error,
+            frames: frames(stderr),
+        }
+    }
+
+    /// What the oracle's run did.
+    pub(crate) fn of_oracle(run: &OracleRun) -> Compared {
+        Compared::new(run.calls(), &run.stdout, run.error.clone(), &run.stderr)
+    }
 }
 
 /// The traceback lines that must match: frames and the final line.
