@@ -9,6 +9,10 @@ Prints the client-side median (ms) of:
   pause → completed) and without;
 - the next cell of a session of N cells on the cold server, for N in 1,
   10, 50, 100 (the cost of a cold resume as the session grows).
+- on a third server at the default cap (64 cells listed), the cell that
+  compacts a 64-cell session (a snapshot in the parked child, the base in
+  a fresh one, then the cell), and on a fourth (no parking) the next cell
+  after a compaction, cold (it replays the base and the few cells since).
 And the CPU seconds the server and its zygote took per cell (hot and cold).
 
 Usage: python3 benches/sessions.py <baton> [iterations] (standard library
@@ -98,15 +102,45 @@ def main():
         finally:
             hot.stop()
             cold.stop()
+    times.update(compaction(binary, max(3, iterations // 10)))
     base = statistics.median(times["fresh"])
-    print(f"{'kind':<14} {'median ms':>10} {'vs fresh':>9}")
+    print(f"{'kind':<22} {'median ms':>10} {'vs fresh':>9}")
     for kind, values in times.items():
         median = statistics.median(values)
-        print(f"{kind:<14} {median:>10.2f} {median / base:>8.2f}x")
+        print(f"{kind:<22} {median:>10.2f} {median / base:>8.2f}x")
     hot_cells = 2 * iterations
     per = lambda a, b, cells: [(y - x) / cells * 1e3 for x, y in zip(a, b)]
     print("CPU ms per cell (server, zygote): hot+fresh mix %.2f, %.2f; cold %.2f, %.2f" % (
         *per(cpu_hot0, cpu_hot1, hot_cells * 2), *per(cpu_cold0, cpu_cold1, cold_cells)))
+
+
+def compaction(binary, samples):
+    """Medians' samples of the compacting cell of a 64-cell session (hot
+    server) and of the cold cell after a compaction (no parking)."""
+    times = {"compacting@64": [], "cold after compaction": []}
+    with tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as two:
+        hot = Server(binary, one, [])
+        cold = Server(binary, two, ["--max-parked", "0"])
+        try:
+            for _ in range(samples):
+                session = new_session(hot)
+                for _ in range(64):
+                    run_cell(hot, session, CELL)
+                ms, resumed = run_cell(hot, session, CELL)
+                assert resumed == "cold", resumed
+                times["compacting@64"].append(ms)
+            session = new_session(cold)
+            for _ in range(65):
+                run_cell(cold, session, CELL)
+            for _ in range(samples):
+                ms, resumed = run_cell(cold, session, CELL)
+                assert resumed == "cold", resumed
+                # It replays the base and the few cells since.
+                times["cold after compaction"].append(ms)
+        finally:
+            hot.stop()
+            cold.stop()
+    return times
 
 
 if __name__ == "__main__":

@@ -360,13 +360,14 @@ pub struct ServeArgs {
     /// by `--file-ttl-secs`: its files must outlive it).
     #[arg(long, env = "BATON_SESSION_MAX_TTL_SECS", default_value_t = defaults::SESSION_MAX_TTL_SECS)]
     pub session_max_ttl_secs: u64,
-    /// Cells one Python session may hold (a cell past them: 409
-    /// `session_full`).
+    /// Cells a Python session replays at most when its namespace is
+    /// rebuilt (at least 2): the next cell past them first compacts the
+    /// session (its cells folded into one base cell).
     #[arg(long, env = "BATON_SESSION_MAX_CELLS", default_value_t = defaults::SESSION_MAX_CELLS)]
     pub session_max_cells: u32,
     /// Run time a Python session's cells may have taken in all, seconds:
-    /// rebuilding its namespace in a fresh child replays them (a cell past
-    /// it: 409 `session_full`).
+    /// rebuilding its namespace in a fresh child replays them (the next
+    /// cell past it first compacts the session).
     #[arg(long, env = "BATON_SESSION_MAX_REPLAY_SECS", default_value_t = defaults::SESSION_MAX_REPLAY_SECS)]
     pub session_max_replay_secs: u64,
     /// How long session files (uploaded or produced) are kept, in seconds.

@@ -39,6 +39,9 @@ pub const READ_ONLY_VERSION: u16 = 6;
 /// The format of a start part of a session's cell (written only for
 /// cells: every other record stays 5 or 6).
 pub const CELL_VERSION: u16 = 7;
+/// The format of a start part of a cell of a compacted session: format 7
+/// and the cells folded before it (written only then).
+pub const COMPACTED_CELL_VERSION: u16 = 8;
 /// The first format of record parts (read: its parts have no extension).
 pub const FIRST_PARTS_VERSION: u16 = 4;
 /// The last format that stored a record whole (read, and written only by
@@ -297,6 +300,29 @@ pub struct SessionCell {
     /// session's cell: `/mnt/data` is the runtime session's), rather than
     /// its request's files laid over what the earlier cells left.
     pub fresh_workspace: bool,
+    /// The cells a compaction folded into the session's base, less one:
+    /// the cell's number is `index + offset` (0 while its session was never
+    /// compacted; stored by format 8).
+    #[serde(skip)]
+    pub offset: u32,
+    /// A compaction's look at the namespace rather than code: the runtime
+    /// writes the base source and the names it cannot carry (never stored:
+    /// it never pauses).
+    #[serde(skip)]
+    pub snapshot: bool,
+}
+
+impl SessionCell {
+    /// The cell's number in its session as clients see it, from 1.
+    pub fn number(&self) -> u32 {
+        self.index.saturating_add(self.offset)
+    }
+
+    /// Whether it is the base cell a compaction made (listed first, in
+    /// place of the cells it folds).
+    pub fn is_base(&self) -> bool {
+        self.index == 1 && self.offset > 0
+    }
 }
 
 /// When each round was paused and answered, wall-clock milliseconds since

@@ -41,6 +41,8 @@ pub struct ProgramLimits {
     pub workspace_files: u64,
     /// Calls in one round (more wait for the next round).
     pub calls_per_round: u32,
+    /// Bytes of code a program may have (a compaction's base source too).
+    pub max_source_bytes: usize,
 }
 
 impl Default for ProgramLimits {
@@ -53,6 +55,7 @@ impl Default for ProgramLimits {
             workspace_bytes: defaults::WORKSPACE_BYTES,
             workspace_files: defaults::WORKSPACE_FILES,
             calls_per_round: defaults::CALLS_PER_ROUND,
+            max_source_bytes: defaults::MAX_SOURCE_BYTES,
         }
     }
 }
@@ -150,8 +153,17 @@ pub struct Program {
 /// A cell's place in its session, as the runtime reads it.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct CellPlace {
-    /// Its number, from 1.
+    /// Its number, from 1 (its file is `<cell N>`).
     pub cell: u32,
+    /// Whether it is the first cell of its session's globals (the session's
+    /// first, or the base a compaction made).
+    pub first: bool,
+    /// A compaction's look at the namespace: the runtime writes the base
+    /// source on stdout and runs no code (`baton_snapshot`).
+    pub snapshot: bool,
+    /// A compaction's base: each of its statements runs as if in the file
+    /// and at the line its header names (`baton_snapshot.segments`).
+    pub base: bool,
     /// Whether `/mnt/data` is exactly its files (else they are laid over
     /// what the earlier cells left).
     pub fresh_workspace: bool,
@@ -186,7 +198,10 @@ impl Program {
         let mut program =
             Program::build_with(source, tools, limits, &[], direct_only, Some(naming))?;
         program.session = Some(CellPlace {
-            cell: cell.index,
+            cell: cell.number(),
+            first: cell.index == 1,
+            snapshot: cell.snapshot,
+            base: cell.is_base(),
             fresh_workspace: cell.fresh_workspace,
         });
         Ok(program)

@@ -178,7 +178,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
                     .clamp(1, args.file_ttl_secs.max(1)),
                 max_cells: args
                     .session_max_cells
-                    .clamp(1, crate::service::MAX_SESSION_CELLS),
+                    .clamp(2, crate::service::MAX_SESSION_CELLS),
                 max_replay_ms: args.session_max_replay_secs.saturating_mul(1000),
             },
         },

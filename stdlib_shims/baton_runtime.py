@@ -1079,7 +1079,7 @@ def run(program_json):
     `_failure`; `("exit", status)` for a non-zero integer exit)."""
     program = json.loads(program_json)
     place = program.get("session")
-    later = place is not None and place["cell"] > 1 and "g" in _session
+    later = place is not None and not place["first"] and "g" in _session
     sys.stdout = _Stream(1, "<stdout>")
     sys.stderr = _Stream(2, "<stderr>")
     _reseed()
@@ -1099,6 +1099,8 @@ def run(program_json):
         _session.clear()
     if program["lang"] == "bash":
         return _run_shell(program)
+    if later and place.get("snapshot"):
+        return _write_snapshot(program, _session["g"])
     filename = FILENAME if place is None else "<cell %d>" % place["cell"]
     original = program["original"]
     linecache.cache[filename] = (len(original), None, original.splitlines(True), filename)
@@ -1108,6 +1110,7 @@ def run(program_json):
         bind_cell(g, _bindings_for(program))
     else:
         _user_files[:] = [filename]
+        del _cell_sources[:]
         sys.argv = ["main.py"] + program["argv"]
         # As CPython runs a program in the working directory: its modules there
         # import (see `baton_workspace._ModuleFinder`).
@@ -1116,17 +1119,63 @@ def run(program_json):
         if place is not None:
             _session["g"] = g
             _session["loop"] = _spare_loops.pop() if _spare_loops else EventLoop()
-    outcome = _run_in(program, filename, g, _session.get("loop"))
+    parts = [(filename, program["source"])]
+    if place is not None and place.get("base"):
+        parts = _base_parts(program, filename)
+    elif place is not None:
+        _cell_sources.append((filename, original))
+    outcome = _run_in(parts, g, _session.get("loop"))
     if place is not None:
         _report_names(g)
     return outcome
 
 
-def _run_in(program, filename, g, loop):
-    """Compiles and runs the program in `g`; its outcome, as `run` says."""
+#: The sources of a session's cells run in this process, in order, as
+#: `(file, source)`: a compaction's snapshot finds there the statements
+#: that made each name (a base's parts each under their own file).
+_cell_sources = []
+
+
+def _base_parts(program, filename):
+    """A compaction's base as `(file, source)` parts: each statement as if
+    at its line of the cell it came from (blank lines before it), so that
+    the functions it defines again say so in tracebacks; those files'
+    lines are put in `linecache` and they count as the user's."""
+    import baton_snapshot
+
+    parts = []
+    originals = baton_snapshot.segments(program["original"])
+    for (line, name, text), (_, _, original) in zip(baton_snapshot.segments(program["source"]), originals):
+        if name is None:
+            parts.append((filename, text))
+            continue
+        padding = "\n" * max(line - 1, 0)
+        parts.append((name, padding + text))
+        _cell_sources.append((name, padding + original))
+        _remember_lines(name, line, original)
+        if name not in _user_files:
+            _user_files.insert(len(_user_files) - 1, name)
+    return parts
+
+
+def _remember_lines(name, line, text):
+    """Puts `text` at `line` of `name` in `linecache`."""
+    entry = linecache.cache.get(name)
+    lines = list(entry[2]) if entry else []
+    new = text.splitlines(True)
+    end = max(line - 1, 0) + len(new)
+    lines.extend(["\n"] * (end - len(lines)))
+    lines[max(line - 1, 0):end] = new
+    linecache.cache[name] = (sum(len(x) for x in lines), None, lines, name)
+
+
+def _run_in(parts, g, loop):
+    """Compiles and runs each `(file, source)` part of a program in `g`,
+    in order; its outcome, as `run` says."""
     try:
-        code = _baton.compile(_real_compile, program["source"], filename, "exec", PyCF_ALLOW_TOP_LEVEL_AWAIT)
-        _run_code(code, g, loop)
+        for filename, source in parts:
+            code = _baton.compile(_real_compile, source, filename, "exec", PyCF_ALLOW_TOP_LEVEL_AWAIT)
+            _run_code(code, g, loop)
     except SystemExit as e:
         _never_awaited()
         _finish_files()
@@ -1140,6 +1189,48 @@ def _run_in(program, filename, g, loop):
         return _failure(e)
     _never_awaited()
     _WS.finish()
+    return None
+
+
+def _write_snapshot(program, g):
+    """Writes on stdout, as JSON, the base source that compaction folds the
+    session's cells into, the names it cannot carry (`baton_snapshot`) and
+    the read-only files; reports every file of `/mnt/data` as made. This
+    child is not used again."""
+    import baton_snapshot
+
+    cells = list(_cell_sources)
+    bound = _bindings_for(program)
+
+    def fresh_globals():
+        fresh = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
+        fresh.update(PRE_IMPORTED)
+        fresh.update(bound)
+        return fresh
+
+    def run_statement(text, globals_):
+        _real_exec(_baton.compile(_real_compile, text, "<session base>", "exec", 0), globals_)
+
+    out, err = sys.stdout, sys.stderr
+    sys.stdout = sys.stderr = io.StringIO()
+    try:
+        source, lost = baton_snapshot.snapshot(g, cells, dict(_injected), fresh_globals, run_statement,
+                                               program["limits"]["max_source_bytes"])
+    except baton_snapshot.TooLarge:
+        sys.stdout, sys.stderr = out, err
+        return ("exception", "its base source would pass --max-source-bytes (%d bytes)"
+                % program["limits"]["max_source_bytes"])
+    except Exception as exc:
+        sys.stdout, sys.stderr = out, err
+        return _failure(exc)
+    sys.stdout, sys.stderr = out, err
+    # Every file of /mnt/data is reported as made (the base starts with
+    # them), read-only ones too (named: the base seals them again).
+    read_only = sorted(_WS.read_only)
+    _WS.initial = {}
+    _WS.read_only = frozenset()
+    _WS.finish()
+    sys.stdout.write(json.dumps({"source": source, "lost": lost, "read_only": read_only}))
     return None
 
 

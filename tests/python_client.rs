@@ -18,6 +18,6 @@ fn the_python_client_drives_a_real_server() {
         .unwrap_or_else(|e| panic!("python3: {e}"));
     let report = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{report}");
-    assert!(report.contains("Ran 11 tests"), "{report}");
+    assert!(report.contains("Ran 12 tests"), "{report}");
     assert!(!report.contains("skipped"), "{report}");
 }

@@ -4,8 +4,12 @@
 //! tools as coroutine functions answered by `tests/oracle/answers.py`;
 //! `tests/oracle/harness.py`), and a real `baton serve` runs them as cells
 //! of one session over HTTP, answering every call with the oracle's
-//! answer, three ways: without a kill; with `kill -9` of the server
-//! between every two cells; with `kill -9` at every pause of every cell.
+//! answer, four ways: without a kill; with `kill -9` of the server
+//! between every two cells; with `kill -9` at every pause of every cell;
+//! and with `kill -9` between every two cells on a server that compacts a
+//! session at two cells (every cell from the third first folds the earlier
+//! ones into a base: what a compaction cannot carry is named in `lost`,
+//! and only the programs of `LOSE_NAMES` may lose any).
 //! Per cell, the calls of each round, stdout, the error line and the
 //! traceback's frames must equal CPython's, and the answer must say where
 //! the namespace came from: `new` for the first cell, `hot` when the child
@@ -31,7 +35,15 @@ enum Kills {
     Never,
     BetweenCells,
     AtEveryPause,
+    /// Between every two cells, on a server that compacts a session at
+    /// two cells (from the third cell on, every cell folds the earlier
+    /// ones into a base first).
+    BetweenCompactedCells,
 }
+
+/// Programs that keep across cells what no compaction can carry (a task,
+/// a generator): named in `lost`, and not compared after.
+const LOSE_NAMES: [&str; 2] = ["s04_task_lives_on.py", "s06_files_between_cells.py"];
 
 fn session_programs() -> Vec<PathBuf> {
     programs_in("tests/sessions", "BATON_SESSIONS_ONLY")
@@ -85,7 +97,7 @@ fn run_session(
     cells: &[String],
     oracle: &[OracleRun],
     kills: Kills,
-) -> (Vec<Compared>, Vec<String>) {
+) -> Session {
     let (status, created) = server.post("/sessions", &json!({}));
     assert_eq!(status, 201, "{created}");
     let id = created["session_id"]
@@ -94,8 +106,9 @@ fn run_session(
         .to_owned();
     let mut runs = Vec::new();
     let mut resumed = Vec::new();
+    let mut lost_at = None;
     for (index, code) in cells.iter().enumerate() {
-        if kills == Kills::BetweenCells && index > 0 {
+        if matches!(kills, Kills::BetweenCells | Kills::BetweenCompactedCells) && index > 0 {
             server.restart();
         }
         let (status, mut reply) = server.post(
@@ -110,6 +123,13 @@ fn run_session(
                 .unwrap_or_default()
                 .to_owned(),
         );
+        if lost_at.is_none()
+            && reply["session"]["lost"]
+                .as_array()
+                .is_some_and(|lost| !lost.is_empty())
+        {
+            lost_at = Some(index);
+        }
         let mut calls = Vec::new();
         let mut used = Vec::new();
         while reply["status"] == "tool_call_required" {
@@ -156,7 +176,19 @@ fn run_session(
         cells.len(),
         "every cell ended by itself: {view}"
     );
-    (runs, resumed)
+    Session {
+        runs,
+        resumed,
+        lost_at,
+    }
+}
+
+/// What a session's cells did under baton.
+struct Session {
+    runs: Vec<Compared>,
+    resumed: Vec<String>,
+    /// The first cell whose answer named names a compaction lost.
+    lost_at: Option<usize>,
 }
 
 fn check(server: &mut Server, path: &PathBuf, kills: Kills) -> Vec<String> {
@@ -168,9 +200,20 @@ fn check(server: &mut Server, path: &PathBuf, kills: Kills) -> Vec<String> {
     let source = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{name}: {e}"));
     let cells = cells_of(&source);
     let cpython = oracle(&cells);
-    let (runs, resumed) = run_session(server, &cells, &cpython, kills);
+    let Session {
+        runs,
+        resumed,
+        lost_at,
+    } = run_session(server, &cells, &cpython, kills);
     let mut problems = Vec::new();
-    for (index, (run, want)) in runs.iter().zip(&cpython).enumerate() {
+    let loses = LOSE_NAMES.contains(&name.as_str());
+    if lost_at.is_some() != (loses && kills == Kills::BetweenCompactedCells) {
+        problems.push(format!(
+            "{name} ({kills:?}): names lost at cell {lost_at:?}"
+        ));
+    }
+    let compared = lost_at.unwrap_or(runs.len());
+    for (index, (run, want)) in runs.iter().zip(&cpython).take(compared).enumerate() {
         let want = Compared::of_oracle(want);
         if run != &want {
             problems.push(format!(
@@ -182,10 +225,11 @@ fn check(server: &mut Server, path: &PathBuf, kills: Kills) -> Vec<String> {
     // After a restart the namespace is rebuilt (cold); else the child that
     // ran the last cell (or the last stretch of it, after a restart inside
     // its pause) holds it (hot).
-    let later = if kills == Kills::BetweenCells {
-        "cold"
-    } else {
+    // A compaction rebuilds it too (cold).
+    let later = if kills == Kills::Never || kills == Kills::AtEveryPause {
         "hot"
+    } else {
+        "cold"
     };
     let expected_resumed: Vec<&str> = (0..cells.len())
         .map(|k| if k == 0 { "new" } else { later })
@@ -207,11 +251,14 @@ fn session_cells_match_cpython_with_and_without_kills() {
     );
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let mut server = Server::start(dir.path(), &[]);
+    let compacting_dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let mut compacting = Server::start(compacting_dir.path(), &["--session-max-cells", "2"]);
     let mut problems = Vec::new();
     for path in &programs {
         problems.extend(check(&mut server, path, Kills::Never));
         problems.extend(check(&mut server, path, Kills::BetweenCells));
         problems.extend(check(&mut server, path, Kills::AtEveryPause));
+        problems.extend(check(&mut compacting, path, Kills::BetweenCompactedCells));
     }
     assert!(
         problems.is_empty(),

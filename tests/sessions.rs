@@ -322,8 +322,8 @@ fn a_retried_cell_is_answered_again_never_run_twice() {
 }
 
 #[test]
-fn an_earlier_cells_marker_is_reserved_and_the_cell_cap_holds() {
-    let (_dir, server) = server(&["--session-max-cells", "3"]);
+fn an_earlier_cells_marker_is_reserved() {
+    let (_dir, server) = server(&[]);
     let id = create(&server, json!({}));
     let first = run(&server, &id, "w = await get_weather(city='Bern')");
     assert_eq!(first["status"], "completed", "{first}");
@@ -336,35 +336,160 @@ fn an_earlier_cells_marker_is_reserved_and_the_cell_cap_holds() {
             .contains("_Bc1"),
         "{refused}"
     );
-    run(&server, &id, "x = 2");
-    run(&server, &id, "y = 3");
-    let (status, full) = cell(&server, &id, json!({"code": "z = 4"}));
-    assert_eq!(status, 409, "{full}");
-    assert_eq!(full["error"], "session_full", "{full}");
+}
+
+/// The cells of the compaction tests: plain values, imports, a dataclass
+/// and its instance, a function that awaits a tool, a lambda, a Counter,
+/// an alias, a file; and a generator and a closed file object (which no
+/// compaction can carry).
+const COMPACTED_CELLS: [&str; 7] = [
+    "import json\nfrom dataclasses import dataclass\nfrom collections import Counter\n@dataclass\nclass P:\n    x: int\n    y: int = 0\n    def norm(self):\n        return abs(self.x) + abs(self.y)\nw = await get_weather(city='Bern')\nhistory = [w]",
+    "p = P(3, -4)\ncounts = Counter('hello')\ngen = (i for i in range(3))\nasync def fetch(city):\n    return (await get_weather(city=city))['temp']\nsq = lambda v: v * v\nalias = history",
+    "total = sum(x['temp'] for x in history)\nwith open('/mnt/data/note.txt', 'w') as f:\n    f.write('kept')",
+    "print(p, p.norm(), counts.most_common(1), sq(7), alias is history, total)\nprint(json.dumps(history))\nt = await fetch('Oslo')\nprint(t, open('/mnt/data/note.txt').read())",
+    "history.append({'city': 'x', 'temp': t})\nprint(len(alias), p == P(3, -4), sorted(counts)[:2])",
+    "q = P(t, 1)\nprint(q.norm(), await fetch('Lima'), [sq(i) for i in range(3)])",
+    "print(sorted(k for k in globals() if not k.startswith('_') and k not in ('f', 'gen')))",
+];
+
+#[test]
+fn a_full_session_is_compacted_keeping_what_it_can_and_naming_what_it_cannot() {
+    let (_dir, mut server) = server(&["--session-max-cells", "3"]);
+    let (_oracle_dir, oracle) = self::server(&[]);
+    let id = create(&server, json!({}));
+    let whole = create(&oracle, json!({}));
+    let mut tags = Vec::new();
+    for (at, code) in COMPACTED_CELLS.iter().enumerate() {
+        if at == 4 {
+            // Between cells: the compacted session is rebuilt from its base.
+            server.kill();
+            server.restart();
+        }
+        let compacted = run(&server, &id, code);
+        let expected = run(&oracle, &whole, code);
+        assert_eq!(
+            compacted["status"],
+            "completed",
+            "cell {}: {compacted}",
+            at + 1
+        );
+        assert_eq!(
+            compacted["stdout"],
+            expected["stdout"],
+            "cell {} differs from one session never compacted",
+            at + 1
+        );
+        tags.push(compacted["session"].clone());
+    }
+    // (The tags are the last answers': continuations, hot in the base's
+    // child; a compacting cell's first answer says `cold`.)
+    // Cell 4 is past the cap of 3: cells 1-3 are folded; cell 6 folds the
+    // base and cells 4-5. Only the generator and the file object are lost,
+    // named once.
+    let tag = |at: usize| {
+        let t = &tags[at];
+        (
+            t["cell"].as_u64(),
+            t["resumed"].as_str().map(str::to_owned),
+            t.get("lost").cloned(),
+        )
+    };
+    assert_eq!(
+        tag(3),
+        (Some(4), Some("hot".into()), Some(json!(["f", "gen"])))
+    );
+    assert_eq!(tag(4), (Some(5), Some("cold".into()), None));
+    assert_eq!(tag(5), (Some(6), Some("hot".into()), Some(json!([]))));
+    assert_eq!(tag(6), (Some(7), Some("hot".into()), None));
+    let view = show(&server, &id);
+    assert_eq!(
+        (view["cells"].as_u64(), view["compacted_cells"].as_u64()),
+        (Some(7), Some(5)),
+        "{view}"
+    );
+    assert_eq!(view["lost"], json!([]), "{view}");
+    let shown: Vec<String> = names(&view).into_iter().map(|(name, _, _)| name).collect();
+    for name in [
+        "P", "alias", "counts", "fetch", "history", "p", "q", "sq", "t", "total",
+    ] {
+        assert!(shown.iter().any(|n| n == name), "{name} not in {shown:?}");
+    }
+    assert!(!shown.iter().any(|n| n == "gen"), "{shown:?}");
+    let gone = run(&server, &id, "print(gen)");
+    assert_eq!(gone["status"], "error", "{gone}");
     assert!(
-        full["message"]
+        gone["stderr"]
             .as_str()
             .unwrap_or_default()
-            .contains("3 cells"),
-        "{full}"
+            .contains("NameError: name 'gen' is not defined"),
+        "{gone}"
     );
 }
 
 #[test]
-fn a_session_whose_cells_ran_longer_than_a_rebuild_may_replay_is_full() {
-    // No replay allowed at all: any cell that ran fills the session.
+fn a_retried_folded_cell_is_refused_with_a_reason() {
+    let (_dir, server) = server(&["--session-max-cells", "2"]);
+    let id = create(&server, json!({}));
+    for code in ["a = 1", "b = 2", "c = a + b"] {
+        assert_eq!(run(&server, &id, code)["status"], "completed");
+    }
+    let (status, refused) = cell(&server, &id, json!({"code": "a = 1", "cell": 1}));
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("folded"),
+        "{refused}"
+    );
+    let again = cell(&server, &id, json!({"code": "c = a + b", "cell": 3})).1;
+    assert_eq!(again["session"]["cell"], 3, "{again}");
+    let next = run(&server, &id, "print(a, b, c)");
+    assert_eq!(next["stdout"], "1 2 3\n", "{next}");
+}
+
+#[test]
+fn a_session_past_its_replay_time_is_compacted_and_one_too_large_to_carry_is_full() {
+    // No replay allowed at all: a cell after two compacts them.
     let (_dir, server) = server(&["--session-max-replay-secs", "0"]);
     let id = create(&server, json!({}));
-    let spent = run(&server, &id, "n = sum(range(100_000))");
+    let spent = run(&server, &id, "n = sum(i * i for i in range(400_000))");
     assert_eq!(spent["status"], "completed", "{spent}");
-    let (status, full) = cell(&server, &id, json!({"code": "print(1)"}));
+    let second = run(&server, &id, "m = n + 1");
+    assert_eq!(second["session"].get("lost"), None, "{second}");
+    let third = run(&server, &id, "print(n, m)");
+    assert_eq!(
+        third["stdout"], "21333253333400000 21333253333400001\n",
+        "{third}"
+    );
+    assert_eq!(third["session"]["lost"], json!([]), "{third}");
+    // A namespace whose base source would pass the code cap: full, with
+    // the reason, and the session as it was.
+    let (_dir, server) = self::server(&["--session-max-cells", "2"]);
+    let id = create(&server, json!({}));
+    run(&server, &id, "data = list(range(100_000))");
+    run(&server, &id, "x = 1");
+    let (status, full) = cell(&server, &id, json!({"code": "print(len(data), x)"}));
     assert_eq!(
         (status, full["error"].as_str()),
         (409, Some("session_full")),
         "{full}"
     );
     let message = full["message"].as_str().unwrap_or_default();
-    assert!(message.contains("--session-max-replay-secs"), "{full}");
+    assert!(
+        message.contains("--session-max-cells") && message.contains("could not be compacted"),
+        "{full}"
+    );
+    let view = show(&server, &id);
+    assert_eq!(
+        (
+            view["cells"].as_u64(),
+            view["status"].as_str(),
+            view["compacted_cells"].as_u64()
+        ),
+        (Some(2), Some("idle"), Some(0)),
+        "{view}"
+    );
 }
 
 #[test]

@@ -197,6 +197,10 @@ pub struct CellTagView {
     /// memory), or `cold` (rebuilt by replaying the earlier cells).
     #[schema(pattern = "^(new|hot|cold)$")]
     pub resumed: &'static str,
+    /// On the first cell after a compaction only: the names the compaction
+    /// could not carry (gone from the namespace; empty when it kept all).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost: Option<Vec<String>>,
 }
 
 impl From<CellTag> for CellTagView {
@@ -205,6 +209,7 @@ impl From<CellTag> for CellTagView {
             session_id: tag.session_id,
             cell: tag.cell,
             resumed: tag.resumed,
+            lost: tag.lost,
         }
     }
 }
@@ -227,8 +232,14 @@ pub struct NameView {
 pub struct SessionView {
     /// `ps_` and 32 hex digits.
     pub session_id: String,
-    /// Cells it holds.
+    /// Cells it ran and holds (those a compaction folded too).
     pub cells: u32,
+    /// Cells the last compaction folded into the session's base (0 while
+    /// it was never compacted).
+    pub compacted_cells: u32,
+    /// Names the last compaction could not carry (gone from the
+    /// namespace).
+    pub lost: Vec<String>,
     /// `idle`, or `busy` while a cell runs or waits at tool calls.
     #[schema(pattern = "^(idle|busy)$")]
     pub status: &'static str,
@@ -254,6 +265,8 @@ impl SessionView {
         Self {
             session_id: info.session_id,
             cells: info.cells,
+            compacted_cells: info.compacted_cells,
+            lost: info.lost,
             status: info.status.name(),
             created_at: info.created,
             expires_at: info.expires_at,

@@ -54,6 +54,7 @@ impl ExecLimits {
             workspace_bytes: self.workspace_bytes,
             workspace_files: self.workspace_files,
             calls_per_round: defaults::CALLS_PER_ROUND,
+            max_source_bytes: self.max_source_bytes,
         }
     }
 }

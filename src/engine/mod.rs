@@ -283,11 +283,14 @@ impl Engine {
         record: &mut ExecutionRecord,
         earlier: Option<&[EndedCell]>,
     ) -> Result<(Step, ResumeKind), EngineError> {
+        // Positions count the listed cells (a compaction's base first);
+        // numbers never repeat in a session, so a child parked before a
+        // compaction never passes for one after it.
         let index = record.cell.as_ref().map_or(1, |cell| cell.index as usize);
-        let held = record
-            .cell
-            .as_ref()
-            .is_some_and(|cell| self.parked.holds(&cell.session, index - 1));
+        let held = record.cell.as_ref().is_some_and(|cell| {
+            self.parked
+                .holds(&cell.session, cell.number().saturating_sub(1) as usize)
+        });
         if !held && earlier.is_none_or(|earlier| earlier.len() + 1 != index) {
             // Cold, and the caller must read the earlier cells first: the
             // program is built once, when it can run.
@@ -315,7 +318,7 @@ impl Engine {
     /// cold, as if it had not been tried).
     async fn start_hot(&self, record: &mut ExecutionRecord, program: &str) -> Option<Step> {
         let cell = record.cell.as_ref()?;
-        let ran = (cell.index as usize).checked_sub(1)?;
+        let ran = (cell.number() as usize).checked_sub(1)?;
         let mut child = self.parked.take(&cell.session, ran)?;
         let next = crate::sandbox::protocol::NextCell {
             program_json: program.to_owned(),
@@ -767,15 +770,17 @@ impl Engine {
                 };
                 // A session's cell that ended by itself: its child holds
                 // the namespace for the next cell.
+                // (Not a compaction's snapshot: its child is done.)
                 if let (
                     Some(cell),
                     Step::Completed | Step::Failed(Failure::Exception(_) | Failure::Exit(_)),
                 ) = (&record.cell, &step)
+                    && !cell.snapshot
                 {
                     let place = parking::Place {
                         id: cell.session,
                         owner: record.owner,
-                        rounds: cell.index as usize,
+                        rounds: cell.number() as usize,
                         session: true,
                     };
                     self.park_at(place, child);

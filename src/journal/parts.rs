@@ -31,9 +31,9 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    CELL_VERSION, ClockBase, ExecutionRecord, FIRST_PARTS_VERSION, FORMAT_VERSION, JournalError,
-    MAGIC, PendingRound, READ_ONLY_VERSION, Round, RoundTimes, SessionCell, WorkspaceFile,
-    bincode_limits,
+    CELL_VERSION, COMPACTED_CELL_VERSION, ClockBase, ExecutionRecord, FIRST_PARTS_VERSION,
+    FORMAT_VERSION, JournalError, MAGIC, PendingRound, READ_ONLY_VERSION, Round, RoundTimes,
+    SessionCell, WorkspaceFile, bincode_limits,
 };
 use crate::tools::ToolDef;
 
@@ -201,9 +201,11 @@ fn part_body(bytes: &[u8]) -> Result<(u16, &[u8]), JournalError> {
         return Err(JournalError::BadMagic);
     }
     match u16::from_le_bytes([bytes[4], bytes[5]]) {
-        version @ (FIRST_PARTS_VERSION | FORMAT_VERSION | READ_ONLY_VERSION | CELL_VERSION) => {
-            Ok((version, &bytes[6..]))
-        }
+        version @ (FIRST_PARTS_VERSION
+        | FORMAT_VERSION
+        | READ_ONLY_VERSION
+        | CELL_VERSION
+        | COMPACTED_CELL_VERSION) => Ok((version, &bytes[6..])),
         version => Err(JournalError::UnknownVersion(version)),
     }
 }
@@ -234,6 +236,14 @@ fn decode_start(bytes: &[u8]) -> Result<(StartPart<'_>, StartExtension7<'_>), Jo
     let extension = match (part_body(bytes)?.0, rest) {
         (_, None) => StartExtension7::default(),
         (CELL_VERSION, Some(rest)) => decode_rest(bytes.len(), rest, "start")?,
+        (COMPACTED_CELL_VERSION, Some(rest)) => {
+            let (mut extension, offset): (StartExtension7<'_>, u32) =
+                decode_rest(bytes.len(), rest, "start")?;
+            if let Some(cell) = extension.cell.as_mut() {
+                cell.offset = offset;
+            }
+            extension
+        }
         (READ_ONLY_VERSION, Some(rest)) => {
             decode_rest::<StartExtension6<'_>>(bytes.len(), rest, "start")?.into()
         }
@@ -343,17 +353,21 @@ impl ExecutionRecord {
             argv: Cow::Borrowed(&self.argv),
         };
         if let Some(cell) = &self.cell {
-            return encode_versioned(
-                CELL_VERSION,
-                &part,
-                Some(&StartExtension7 {
-                    direct_only: Cow::Borrowed(&self.direct_only),
-                    include_history: self.include_history,
-                    read_only: Cow::Borrowed(&self.read_only),
-                    cell: Some(cell.clone()),
-                    directories: Cow::Borrowed(&self.directories),
-                }),
-            );
+            let extension = StartExtension7 {
+                direct_only: Cow::Borrowed(&self.direct_only),
+                include_history: self.include_history,
+                read_only: Cow::Borrowed(&self.read_only),
+                cell: Some(cell.clone()),
+                directories: Cow::Borrowed(&self.directories),
+            };
+            if cell.offset > 0 {
+                return encode_versioned(
+                    COMPACTED_CELL_VERSION,
+                    &part,
+                    Some(&(extension, cell.offset)),
+                );
+            }
+            return encode_versioned(CELL_VERSION, &part, Some(&extension));
         }
         if self.read_only.is_empty() {
             return encode_part(
@@ -621,6 +635,8 @@ mod tests {
             site_base: 2 << 20,
             marker: "_Bc3".into(),
             fresh_workspace: true,
+            offset: 0,
+            snapshot: false,
         });
         let (start, progress, rounds) = parts_of(&record);
         assert_eq!(version(&start), CELL_VERSION);
@@ -637,6 +653,40 @@ mod tests {
         let back = ExecutionRecord::from_parts(&start, &progress, &rounds)
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((back.cell, back.directories.len()), (None, 0));
+    }
+
+    #[test]
+    fn a_cell_of_a_compacted_session_is_format_8_with_its_offset() {
+        let version = |part: &[u8]| u16::from_le_bytes([part[4], part[5]]);
+        let mut record = sample();
+        record.directories = vec!["out".into()];
+        let cell = SessionCell {
+            session: [9; 16],
+            index: 2,
+            site_base: 1 << 20,
+            marker: "_Bc2".into(),
+            fresh_workspace: false,
+            offset: 64,
+            snapshot: true,
+        };
+        record.cell = Some(cell.clone());
+        let (start, progress, rounds) = parts_of(&record);
+        assert_eq!(version(&start), COMPACTED_CELL_VERSION);
+        let back = ExecutionRecord::from_parts(&start, &progress, &rounds)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let back_cell = back.cell.unwrap_or_else(|| panic!("no cell"));
+        // The offset is kept; the snapshot flag is never stored.
+        assert_eq!((back_cell.offset, back_cell.number()), (64, 66));
+        assert_eq!(
+            back_cell,
+            SessionCell {
+                snapshot: false,
+                ..cell
+            }
+        );
+        assert_eq!(back.directories, record.directories);
+        let cut = &start[..start.len() - 2];
+        assert!(ExecutionRecord::from_parts(cut, &progress, &rounds).is_err());
     }
 
     #[test]

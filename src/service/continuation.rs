@@ -260,10 +260,7 @@ impl Service {
         let (step, kind) = self.run_answered(&running, &mut record).await?;
         metrics::histogram!("baton_resume_to_pause_seconds")
             .record(started.elapsed().as_secs_f64());
-        let tag = record
-            .cell
-            .as_ref()
-            .map(|cell| super::CellTag::of(cell, kind));
+        let tag = self.cell_tag(&record, kind).await;
         let reply = self
             .settle(record, running, step, claimed)
             .instrument(step!("settle"))
@@ -353,16 +350,14 @@ impl Service {
                         .ok_or(ServiceError::AlreadyUsed)?;
                     let token = self.keys.sign(*id, state.round, owner, state.expires_at);
                     metrics::counter!("baton_retried_continuations_total").increment(1);
+                    let cell = self.cell_tag(&record, ResumeKind::Cold).await;
                     return Ok(Retried::Answer(Box::new(Reply::Paused {
                         execution_id: record.id_hex(),
                         session_id: record.session_id,
                         token,
                         calls,
                         round: state.round,
-                        cell: record
-                            .cell
-                            .as_ref()
-                            .map(|cell| super::CellTag::of(cell, ResumeKind::Cold)),
+                        cell,
                     })));
                 }
                 Status::Cancelled => return Err(ServiceError::Cancelled),

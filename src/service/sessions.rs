@@ -38,7 +38,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::auth::Principal;
-use crate::engine::{EngineError, ExecutionSpec, ResumeKind};
+use crate::engine::{EngineError, ExecutionSpec, ResumeKind, Step};
 use crate::failure::Failure;
 use crate::journal::{ClockBase, EndedCell, ExecutionRecord, NameInfo, SessionCell};
 use crate::quota::Item;
@@ -65,8 +65,11 @@ const CELL_SITE_STRIDE: u32 = 1 << 20;
 /// How long a hold counts as live while its execution has no state yet
 /// (the state is stored right after the hold is taken), seconds.
 const STATELESS_HOLD_SECS: u64 = 30;
-/// The first byte of every stored value of this module.
+/// The first byte of a stored cell journal, and of a session stored
+/// before compaction.
 const FORMAT: u8 = 1;
+/// The first byte of a stored session (format 1 is still read).
+const SESSION_FORMAT: u8 = 2;
 
 /// Lifetimes and size of Python sessions.
 #[derive(Clone, Copy, Debug)]
@@ -119,8 +122,13 @@ pub struct SessionInfo {
     pub names: Vec<NameInfo>,
     /// The storage session of its files (`/mnt/data`).
     pub files_session: String,
-    /// Each listed cell's execution (hex), in order.
+    /// Each listed cell's execution (hex), in order (a compaction's base
+    /// first).
     pub executions: Vec<String>,
+    /// The cells the last compaction folded into the base (0: none).
+    pub compacted_cells: u32,
+    /// The names the last compaction could not carry.
+    pub lost: Vec<String>,
 }
 
 /// What a session cell's answer says of its session.
@@ -133,6 +141,8 @@ pub struct CellTag {
     /// `new` (the first cell), `hot` (the child held the namespace) or
     /// `cold` (a fresh child rebuilt it by replay).
     pub resumed: &'static str,
+    /// The first cell after a compaction: the names it could not carry.
+    pub lost: Option<Vec<String>>,
 }
 
 impl CellTag {
@@ -140,8 +150,9 @@ impl CellTag {
     pub fn of(cell: &SessionCell, kind: ResumeKind) -> CellTag {
         CellTag {
             session_id: session_id_text(&cell.session),
-            cell: cell.index,
-            resumed: kind.of_cell(cell.index),
+            cell: cell.number(),
+            resumed: kind.of_cell(cell.number()),
+            lost: None,
         }
     }
 }
@@ -159,6 +170,53 @@ struct SessionRecord {
     holder: Option<[u8; 16]>,
     /// The first cell's start clock and the last clock the last cell saw.
     clocks: Option<(ClockBase, ClockBase)>,
+    /// The last compaction: its base is listed first, in place of the
+    /// cells it folded.
+    compaction: Option<Compaction>,
+    /// While a compaction's base cell holds the session: the names its
+    /// snapshot could not carry (listed with the base when it commits).
+    pending_lost: Option<Vec<String>>,
+}
+
+/// A session as format 1 stored it (before compaction).
+#[derive(Serialize, Deserialize)]
+struct SessionRecordV1 {
+    created: u64,
+    ttl_secs: u64,
+    last_used: u64,
+    files_session: String,
+    cells: Vec<CellRef>,
+    tools: Vec<ToolDef>,
+    names: Vec<NameInfo>,
+    holder: Option<[u8; 16]>,
+    clocks: Option<(ClockBase, ClockBase)>,
+}
+
+impl From<SessionRecordV1> for SessionRecord {
+    fn from(v1: SessionRecordV1) -> Self {
+        SessionRecord {
+            created: v1.created,
+            ttl_secs: v1.ttl_secs,
+            last_used: v1.last_used,
+            files_session: v1.files_session,
+            cells: v1.cells,
+            tools: v1.tools,
+            names: v1.names,
+            holder: v1.holder,
+            clocks: v1.clocks,
+            compaction: None,
+            pending_lost: None,
+        }
+    }
+}
+
+/// What a session's last compaction did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Compaction {
+    /// The cells its base stands for (the base's number).
+    folded: u32,
+    /// The names it could not carry.
+    lost: Vec<String>,
 }
 
 /// An ended cell, as its session lists it.
@@ -201,6 +259,83 @@ fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Option<T> {
 }
 
 impl SessionRecord {
+    fn encode(&self) -> Vec<u8> {
+        let mut out = vec![SESSION_FORMAT];
+        // Plain data into memory: bincode does not fail on it.
+        let _ = bincode::serialize_into(&mut out, self);
+        out
+    }
+
+    fn decode(bytes: &[u8]) -> Option<SessionRecord> {
+        match bytes.split_first() {
+            Some((&SESSION_FORMAT, body)) => bincode::deserialize(body).ok(),
+            Some((&FORMAT, _)) => decode::<SessionRecordV1>(bytes).map(SessionRecord::from),
+            _ => None,
+        }
+    }
+
+    /// The cells folded into the base, less one: the listed cell at
+    /// position `p` (from 1) is cell number `p + offset`.
+    fn offset(&self) -> u32 {
+        self.compaction
+            .as_ref()
+            .map_or(0, |c| c.folded.saturating_sub(1))
+    }
+
+    /// The cells it ran and holds, folded ones too: the last one's number.
+    fn cell_count(&self) -> u32 {
+        self.offset() + self.cells.len() as u32
+    }
+
+    /// Why its next cell cannot run on top of it as it stands (it must be
+    /// compacted first), if it cannot.
+    fn past_caps(&self, limits: &SessionLimits) -> Option<String> {
+        if self.cells.len() as u32 >= limits.max_cells {
+            return Some(format!(
+                "a session replays {} cells at most (--session-max-cells)",
+                limits.max_cells
+            ));
+        }
+        // One cell is not folded (a base stands for two cells or more, so
+        // its number is never 1): a rebuild replays it as it ran once.
+        (self.cells.len() >= 2 && self.used_ms() > limits.max_replay_ms).then(|| {
+            format!(
+                "its cells ran {} ms in all, over the {} ms a session may replay when its namespace is rebuilt (--session-max-replay-secs)",
+                self.used_ms(),
+                limits.max_replay_ms
+            )
+        })
+    }
+
+    /// Whether its compaction's base alone took longer than a rebuild may
+    /// replay (compacting it again would not help).
+    fn base_alone_past(&self, limits: &SessionLimits) -> bool {
+        self.compaction.is_some()
+            && self
+                .cells
+                .first()
+                .is_some_and(|base| base.used_ms > limits.max_replay_ms)
+    }
+
+    /// The session once its base `base` (a compaction's, `bytes` stored)
+    /// replaces every cell listed: the names the snapshot could not carry
+    /// are its compaction's.
+    fn folded_into(&self, base: &StoredCell, number: u32, bytes: u64) -> SessionRecord {
+        let mut session = SessionRecord {
+            cells: Vec::new(),
+            holder: None,
+            last_used: now_secs(),
+            compaction: Some(Compaction {
+                folded: number,
+                lost: self.pending_lost.clone().unwrap_or_default(),
+            }),
+            pending_lost: None,
+            ..self.clone()
+        };
+        list_cell(&mut session, base, bytes);
+        session
+    }
+
     fn expires_at(&self) -> u64 {
         self.last_used.saturating_add(self.ttl_secs)
     }
@@ -288,6 +423,50 @@ pub(super) struct CellJournal {
     pub bytes: Vec<u8>,
 }
 
+/// Where a cell being prepared goes in its session.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// After the listed cells: the code of a request.
+    Next,
+    /// After the listed cells: a compaction's look at the namespace.
+    Snapshot,
+    /// First, in place of every listed cell: a compaction's base.
+    Base,
+}
+
+/// What a compaction's snapshot writes: the base source, the names it
+/// cannot carry, and the read-only files of `/mnt/data`; and what it
+/// reports: every file there, and the directories left empty.
+#[derive(Deserialize)]
+struct Snapshot {
+    source: String,
+    lost: Vec<String>,
+    read_only: Vec<String>,
+    #[serde(skip)]
+    files: Vec<crate::journal::WorkspaceFile>,
+    #[serde(skip)]
+    directories: Vec<String>,
+}
+
+/// Run time a compaction's snapshot or base may take, milliseconds.
+const COMPACTION_TIMEOUT_MS: u64 = 60_000;
+
+/// The request of a compaction's snapshot or base cell: `code`, no tools
+/// of its own (the session's are merged in), no files.
+fn compaction_request(code: String) -> StartRequest {
+    StartRequest {
+        code,
+        tools: Vec::new(),
+        session_id: None,
+        timeout_ms: COMPACTION_TIMEOUT_MS,
+        request_id: None,
+        files: Vec::new(),
+        argv: Vec::new(),
+        policy: Default::default(),
+        lang: crate::program::Lang::Python,
+    }
+}
+
 /// A stored session and the bytes it was read as (for the swap).
 struct Found {
     bytes: Vec<u8>,
@@ -341,10 +520,12 @@ impl Service {
             names: Vec::new(),
             holder: None,
             clocks: None,
+            compaction: None,
+            pending_lost: None,
         };
         let key = session_key(owner, &id);
         self.store
-            .compare_and_swap(&key, None, Some(&encode(&session)))
+            .compare_and_swap(&key, None, Some(&session.encode()))
             .await
             .map_err(ServiceError::store)?
             .map_err(|_| ServiceError::Unavailable("a session id was drawn twice".into()))?;
@@ -383,7 +564,7 @@ impl Service {
     ) -> SessionInfo {
         SessionInfo {
             session_id: session_id_text(id),
-            cells: session.cells.len() as u32,
+            cells: session.cell_count(),
             status,
             created: session.created,
             expires_at: session.expires_at(),
@@ -394,6 +575,12 @@ impl Service {
                 .iter()
                 .map(|cell| hex::encode(cell.execution))
                 .collect(),
+            compacted_cells: session.compaction.as_ref().map_or(0, |c| c.folded),
+            lost: session
+                .compaction
+                .as_ref()
+                .map(|c| c.lost.clone())
+                .unwrap_or_default(),
         }
     }
 
@@ -423,7 +610,7 @@ impl Service {
             else {
                 continue;
             };
-            let Some(session) = decode::<SessionRecord>(&bytes) else {
+            let Some(session) = SessionRecord::decode(&bytes) else {
                 continue;
             };
             if session.expires_at() <= now && self.live_holder(&session).await?.is_none() {
@@ -479,7 +666,7 @@ impl Service {
             .await
             .map_err(ServiceError::store)?
             .ok_or(ServiceError::NotFound)?;
-        let session = decode::<SessionRecord>(&bytes)
+        let session = SessionRecord::decode(&bytes)
             .ok_or_else(|| ServiceError::Corrupt("Session record is corrupt".into()))?;
         if session.expires_at() <= now_secs() && self.live_holder(&session).await?.is_none() {
             return Err(ServiceError::NotFound);
@@ -499,29 +686,47 @@ impl Service {
             if self.live_holder(&found.session).await?.is_some() {
                 return Ok(found);
             }
-            let mut session = found.session.clone();
-            session.holder = None;
-            let index = session.cells.len() as u32 + 1;
+            let mut session = SessionRecord {
+                holder: None,
+                pending_lost: None,
+                ..found.session.clone()
+            };
+            // A compaction's base is at position 1; any other cell next.
+            let base = found.session.pending_lost.is_some();
+            let index = if base {
+                1
+            } else {
+                session.cells.len() as u32 + 1
+            };
             let stored = self
                 .store
                 .get(&cell_key(owner, id, index, &holder))
                 .await
                 .map_err(ServiceError::store)?
                 .and_then(|bytes| decode::<StoredCell>(&bytes).map(|cell| (bytes.len(), cell)));
-            if let Some((bytes, cell)) = stored.filter(|(_, cell)| cell.execution == holder) {
-                list_cell(&mut session, &cell, bytes as u64);
+            let stored = stored.filter(|(_, cell)| cell.execution == holder);
+            match stored {
+                Some((bytes, cell)) if base => {
+                    let number = found.session.cell_count();
+                    session = found.session.folded_into(&cell, number, bytes as u64);
+                }
+                Some((bytes, cell)) => list_cell(&mut session, &cell, bytes as u64),
+                None => {}
             }
             let swapped = self
                 .store
                 .compare_and_swap(
                     &session_key(owner, id),
                     Some(&found.bytes),
-                    Some(&encode(&session)),
+                    Some(&session.encode()),
                 )
                 .await
                 .map_err(ServiceError::store)?;
             if swapped.is_ok() {
                 self.count_session(id, owner, &session);
+                if base {
+                    self.delete_folded(owner, id, &session).await;
+                }
             }
         }
     }
@@ -607,10 +812,9 @@ impl Service {
         let owner = principal.owner;
         let id = *id;
         let _in_flight = self.engine.hold_for_request();
-        let found = self.settled_session(owner, &id).await?;
-        let index = found.session.cells.len() as u32 + 1;
+        let mut found = self.settled_session(owner, &id).await?;
         if let Some(expected) = expected_cell
-            && expected != index
+            && expected != found.session.cell_count() + 1
         {
             return Ok((
                 self.answer_cell_again(&id, &found, expected).await?,
@@ -620,40 +824,27 @@ impl Service {
         if self.live_holder(&found.session).await?.is_some() {
             return Err(ServiceError::SessionBusy);
         }
-        let limits = self.config.sessions;
-        if index > limits.max_cells {
-            return Err(ServiceError::SessionFull(format!(
-                "A session holds {} cells at most (--session-max-cells); start a new session",
-                limits.max_cells
-            )));
-        }
-        if found.session.used_ms() > limits.max_replay_ms {
-            return Err(ServiceError::SessionFull(format!(
-                "This session's cells ran {} ms in all, over the {} ms a session may replay when its namespace is rebuilt (--session-max-replay-secs); start a new session",
-                found.session.used_ms(),
-                limits.max_replay_ms
-            )));
-        }
+        let compacted = match found.session.past_caps(&self.config.sessions) {
+            Some(reason) => {
+                found = self.compact(principal, &id, found, &reason).await?;
+                true
+            }
+            None => false,
+        };
+        // The first cell after a compaction names what it could not carry.
+        let lost = match &found.session.compaction {
+            Some(compaction) if found.session.cells.len() == 1 => Some(compaction.lost.clone()),
+            _ => None,
+        };
         self.admit(owner, request.code.len() as u64)?;
         let client_request_id = request.request_id.clone();
         let request_id = self
             .begin_request(owner, client_request_id.as_deref())
             .await?;
         let (mut record, given) = self
-            .prepare_cell(principal, &id, &found.session, request, inputs)
+            .prepare_cell(principal, &id, &found.session, request, inputs, Slot::Next)
             .await?;
-        let held = SessionRecord {
-            holder: Some(record.id),
-            last_used: now_secs(),
-            ..found.session.clone()
-        };
-        let key = session_key(owner, &id);
-        let held_bytes = encode(&held);
-        self.store
-            .compare_and_swap(&key, Some(&found.bytes), Some(&held_bytes))
-            .await
-            .map_err(ServiceError::store)?
-            .map_err(|_| ServiceError::SessionBusy)?;
+        let held = self.take_hold(owner, &id, &found, &record, None).await?;
         let state = self.first_round_running(&mut record, owner);
         let flushing = match self.store_start(&mut record, &state).await {
             Ok(flushing) => flushing,
@@ -667,30 +858,228 @@ impl Service {
             return Ok((self.cancel_now(record, state).await?, given));
         }
         metrics::counter!("baton_executions_started_total").increment(1);
-        let started = match self.engine.start_cell(&mut record, None).await {
-            Err(EngineError::HistoryNeeded) => match self.earlier_cells(owner, &id, &held).await {
-                Ok(earlier) => self.engine.start_cell(&mut record, Some(&earlier)).await,
-                Err(error) => {
-                    self.release(&record.id, &state).await;
-                    self.let_go(owner, &id, &record.id).await;
-                    return Err(error);
-                }
-            },
-            other => other,
-        };
-        let (step, kind) = match started {
+        let (step, kind) = match self.start_in_session(&mut record, &id, &held).await {
             Ok(started) => started,
             Err(error) => {
                 self.release(&record.id, &state).await;
                 self.let_go(owner, &id, &record.id).await;
+                return Err(error);
+            }
+        };
+        // A compaction rebuilt the namespace for this cell: cold, though
+        // the base's child runs it.
+        let kind = if compacted { ResumeKind::Cold } else { kind };
+        let tag = record.cell.as_ref().map(|cell| CellTag {
+            lost,
+            ..CellTag::of(cell, kind)
+        });
+        if let Some(tag) = &tag {
+            metrics::counter!("baton_session_cells_total", "resumed" => tag.resumed).increment(1);
+        }
+        let reply = self.settle(record, state, step, flushing).await?;
+        Ok((reply.tagged(tag), given))
+    }
+
+    /// Starts `record`, a cell of the session `held` (which it holds): hot
+    /// in the child that holds the namespace, else cold after its earlier
+    /// cells.
+    async fn start_in_session(
+        &self,
+        record: &mut ExecutionRecord,
+        id: &[u8; 16],
+        held: &SessionRecord,
+    ) -> Result<(Step, ResumeKind), ServiceError> {
+        let started = match self.engine.start_cell(record, None).await {
+            Err(EngineError::HistoryNeeded) => {
+                let earlier = self.earlier_cells(record.owner, id, held).await?;
+                self.engine.start_cell(record, Some(&earlier)).await
+            }
+            other => other,
+        };
+        started.map_err(|error| ServiceError::Unavailable(error.to_string()))
+    }
+
+    /// The tag of a continued cell: on the first cell after a compaction,
+    /// with the names the compaction lost (read from its session).
+    pub(super) async fn cell_tag(
+        &self,
+        record: &ExecutionRecord,
+        kind: ResumeKind,
+    ) -> Option<CellTag> {
+        let cell = record.cell.as_ref()?;
+        let mut tag = CellTag::of(cell, kind);
+        if cell.index == 2 && cell.offset > 0 {
+            let found = self.found_session(record.owner, &cell.session).await.ok();
+            tag.lost = found
+                .and_then(|found| found.session.compaction)
+                .map(|compaction| compaction.lost);
+        }
+        Some(tag)
+    }
+
+    /// Folds the cells of the session `found` (past its caps, for
+    /// `reason`) into one base cell: a snapshot of its namespace writes the
+    /// base's source, the base runs in a fresh child and, once it ended by
+    /// itself, the session lists it alone. Returns the session then.
+    /// `SessionFull` when it cannot be compacted (the session stays as it
+    /// was).
+    async fn compact(
+        &self,
+        principal: &Principal,
+        id: &[u8; 16],
+        found: Found,
+        reason: &str,
+    ) -> Result<Found, ServiceError> {
+        let full = |why: &str| {
+            ServiceError::SessionFull(format!(
+                "This session is full ({reason}) and could not be compacted: {why}; start a new session"
+            ))
+        };
+        if found.session.base_alone_past(&self.config.sessions) {
+            return Err(full(
+                "its compacted base alone takes longer to rebuild than a session may replay",
+            ));
+        }
+        let cells = found.session.cells.clone();
+        let snapshot = self.snapshot(principal, id, found).await?;
+        let snapshot = snapshot.map_err(|why| full(&why))?;
+        let folded = self.run_base(principal, id, &cells, snapshot).await?;
+        folded.map_err(|why| full(&why))?;
+        metrics::counter!("baton_session_compactions_total").increment(1);
+        self.settled_session(principal.owner, id).await
+    }
+
+    /// Looks at the namespace of the session `found` (in the child that
+    /// holds it, or one that runs its cells again) and answers the base
+    /// source that carries it and the names it cannot carry; `Err(why)`
+    /// when the look failed. The child is not kept.
+    async fn snapshot(
+        &self,
+        principal: &Principal,
+        id: &[u8; 16],
+        found: Found,
+    ) -> Result<Result<Snapshot, String>, ServiceError> {
+        let owner = principal.owner;
+        let (mut record, _) = self
+            .prepare_cell(
+                principal,
+                id,
+                &found.session,
+                compaction_request(String::new()),
+                CellInputs::default(),
+                Slot::Snapshot,
+            )
+            .await?;
+        record.owner = owner;
+        let held = self.take_hold(owner, id, &found, &record, None).await?;
+        let started = self.start_in_session(&mut record, id, &held).await;
+        self.engine.evict(id);
+        self.let_go(owner, id, &record.id).await;
+        Ok(match started? {
+            (Step::Completed, _) => serde_json::from_str::<Snapshot>(&record.stdout)
+                .map(|snapshot| Snapshot {
+                    files: std::mem::take(&mut record.produced),
+                    directories: std::mem::take(&mut record.directories_left),
+                    ..snapshot
+                })
+                .map_err(|e| format!("its snapshot did not read back ({e})")),
+            (Step::Failed(failure), _) => Err(format!("its snapshot failed ({failure})")),
+            (Step::Paused(_), _) => Err("its snapshot paused".into()),
+        })
+    }
+
+    /// Runs the base cell of `snapshot` (taken of the session listing
+    /// `cells`) in a fresh child, holding the session: once it ended by itself its end lists it alone
+    /// ([`Service::settle_cell`]); `Err(why)` when it did not.
+    async fn run_base(
+        &self,
+        principal: &Principal,
+        id: &[u8; 16],
+        cells: &[CellRef],
+        snapshot: Snapshot,
+    ) -> Result<Result<(), String>, ServiceError> {
+        let owner = principal.owner;
+        let found = self.settled_session(owner, id).await?;
+        // Another cell ran since the snapshot (its hold lapsed meanwhile):
+        // the snapshot is not of the session as it stands.
+        if found.session.cells != cells || self.live_holder(&found.session).await?.is_some() {
+            return Err(ServiceError::SessionBusy);
+        }
+        let prepared = self
+            .prepare_cell(
+                principal,
+                id,
+                &found.session,
+                compaction_request(snapshot.source),
+                CellInputs::default(),
+                Slot::Base,
+            )
+            .await;
+        let mut record = match prepared {
+            Ok((record, _)) => record,
+            Err(ServiceError::Invalid(why)) => {
+                return Ok(Err(format!("its base cannot run ({why})")));
+            }
+            Err(error) => return Err(error),
+        };
+        // The base starts with `/mnt/data` as the cells left it.
+        record.files = snapshot.files;
+        record.read_only = snapshot.read_only;
+        record.directories = snapshot.directories;
+        self.take_hold(owner, id, &found, &record, Some(snapshot.lost))
+            .await?;
+        let state = self.first_round_running(&mut record, owner);
+        let flushing = match self.store_start(&mut record, &state).await {
+            Ok(flushing) => flushing,
+            Err(error) => {
+                self.let_go(owner, id, &record.id).await;
+                return Err(error);
+            }
+        };
+        let step = match self.engine.start_cell(&mut record, Some(&[])).await {
+            Ok((step, _)) => step,
+            Err(error) => {
+                self.release(&record.id, &state).await;
+                self.let_go(owner, id, &record.id).await;
                 return Err(ServiceError::Unavailable(error.to_string()));
             }
         };
-        metrics::counter!("baton_session_cells_total", "resumed" => kind.of_cell(index))
-            .increment(1);
-        let tag = record.cell.as_ref().map(|cell| CellTag::of(cell, kind));
-        let reply = self.settle(record, state, step, flushing).await?;
-        Ok((reply.tagged(tag), given))
+        Ok(match self.settle(record, state, step, flushing).await? {
+            Reply::Ended { error: None, .. } => Ok(()),
+            Reply::Ended {
+                error: Some(error), ..
+            } => Err(format!("its base cell failed ({error})")),
+            Reply::Paused { .. } => Err("its base cell paused".into()),
+        })
+    }
+
+    /// Takes the session `found` for `record` by compare-and-swap (a
+    /// compaction's base with the names its snapshot lost); answers the
+    /// session as held.
+    async fn take_hold(
+        &self,
+        owner: [u8; 8],
+        id: &[u8; 16],
+        found: &Found,
+        record: &ExecutionRecord,
+        pending_lost: Option<Vec<String>>,
+    ) -> Result<SessionRecord, ServiceError> {
+        let held = SessionRecord {
+            holder: Some(record.id),
+            last_used: now_secs(),
+            pending_lost,
+            ..found.session.clone()
+        };
+        self.store
+            .compare_and_swap(
+                &session_key(owner, id),
+                Some(&found.bytes),
+                Some(&held.encode()),
+            )
+            .await
+            .map_err(ServiceError::store)?
+            .map_err(|_| ServiceError::SessionBusy)?;
+        Ok(held)
     }
 
     /// The record of the next cell of `session`: its tools merged with the
@@ -703,9 +1092,17 @@ impl Service {
         session: &SessionRecord,
         request: StartRequest,
         inputs: CellInputs<'_>,
+        slot: Slot,
     ) -> Result<(ExecutionRecord, Vec<InputFile>), ServiceError> {
-        let index = session.cells.len() as u32 + 1;
-        let markers: Vec<String> = session.cells.iter().map(|c| c.marker.clone()).collect();
+        // A base replaces every listed cell: it runs first, in fresh globals.
+        let (index, offset, markers) = match slot {
+            Slot::Base => (1, session.cell_count().saturating_sub(1), Vec::new()),
+            Slot::Next | Slot::Snapshot => (
+                session.cells.len() as u32 + 1,
+                session.offset(),
+                session.cells.iter().map(|c| c.marker.clone()).collect(),
+            ),
+        };
         if let Some(marker) = crate::rewrite::uses_marker(&request.code, &markers) {
             return Err(ServiceError::Invalid(format!(
                 "`{marker}` is reserved in this session (an earlier cell's tool calls are reached by it)"
@@ -743,6 +1140,8 @@ impl Service {
             site_base: (index - 1).saturating_mul(CELL_SITE_STRIDE),
             marker,
             fresh_workspace: inputs.fresh_workspace,
+            offset,
+            snapshot: slot == Slot::Snapshot,
         };
         self.engine.place_cell(&mut record, cell, session.clocks);
         Ok((record, workspace.inputs))
@@ -756,8 +1155,14 @@ impl Service {
         found: &Found,
         expected: u32,
     ) -> Result<Reply, ServiceError> {
+        let offset = found.session.offset();
+        if found.session.compaction.is_some() && expected <= offset {
+            return Err(ServiceError::Invalid(format!(
+                "cell {expected} was folded into this session's base by a compaction; its answer is no longer kept"
+            )));
+        }
         let listed = expected
-            .checked_sub(1)
+            .checked_sub(offset + 1)
             .and_then(|at| found.session.cells.get(at as usize));
         let Some(cell) = listed else {
             return Err(ServiceError::SessionBusy);
@@ -770,6 +1175,7 @@ impl Service {
             session_id: session_id_text(id),
             cell: expected,
             resumed: ResumeKind::Cold.of_cell(expected),
+            lost: None,
         };
         let reply = Reply::from_outcome(hex::encode(cell.execution), outcome, 0, None);
         Ok(reply.tagged(Some(tag)))
@@ -783,6 +1189,7 @@ impl Service {
             .update_session(owner, id, |session| {
                 (session.holder == Some(*execution)).then(|| SessionRecord {
                     holder: None,
+                    pending_lost: None,
                     ..session.clone()
                 })
             })
@@ -806,12 +1213,12 @@ impl Service {
             let Some(bytes) = self.store.get(&key).await.map_err(ServiceError::store)? else {
                 return Ok(None);
             };
-            let Some(changed) = decode::<SessionRecord>(&bytes).and_then(|s| change(&s)) else {
+            let Some(changed) = SessionRecord::decode(&bytes).and_then(|s| change(&s)) else {
                 return Ok(None);
             };
             let swapped = self
                 .store
-                .compare_and_swap(&key, Some(&bytes), Some(&encode(&changed)))
+                .compare_and_swap(&key, Some(&bytes), Some(&changed.encode()))
                 .await
                 .map_err(ServiceError::store)?;
             if swapped.is_ok() {
@@ -898,7 +1305,13 @@ impl Service {
         let Some(cell) = &record.cell else {
             return Ok(None);
         };
-        if !failure.is_none_or(Failure::is_the_codes_own) {
+        // A compaction's base is kept only when it completed: a statement
+        // of it that raised would leave names out without naming them.
+        let kept = match failure {
+            None => true,
+            Some(failure) => !cell.is_base() && failure.is_the_codes_own(),
+        };
+        if !kept {
             return Ok(None);
         }
         let mut whole = record.clone();
@@ -945,8 +1358,14 @@ impl Service {
         let bytes = journal.map_or(0, |j| j.len() as u64);
         let listed = self
             .update_session(owner, &cell.session, |session| {
+                if session.holder != Some(record.id) {
+                    return None;
+                }
+                if cell.is_base() {
+                    return Some(session.folded_into(&stored, cell.number(), bytes));
+                }
                 let next = session.cells.len() as u32 + 1;
-                (session.holder == Some(record.id) && next == cell.index).then(|| {
+                (next == cell.index).then(|| {
                     let mut session = session.clone();
                     session.holder = None;
                     session.last_used = now_secs();
@@ -956,7 +1375,12 @@ impl Service {
             })
             .await;
         match listed {
-            Ok(Some(session)) => self.count_session(&cell.session, owner, &session),
+            Ok(Some(session)) => {
+                self.count_session(&cell.session, owner, &session);
+                if cell.is_base() {
+                    self.delete_folded(owner, &cell.session, &session).await;
+                }
+            }
             // Another request found the hold dead between this end and
             // now (the end's flush) and listed the cell already.
             Ok(None) if self.lists_cell(owner, cell, &record.id).await => {}
@@ -979,6 +1403,33 @@ impl Service {
         }
     }
 
+    /// Deletes the journals of the cells a compaction folded into
+    /// `session`'s base (every one it does not list); a failure is logged
+    /// (they go with the session).
+    async fn delete_folded(&self, owner: [u8; 8], id: &[u8; 16], session: &SessionRecord) {
+        let listed: Vec<Vec<u8>> = session
+            .cells
+            .iter()
+            .enumerate()
+            .map(|(at, cell)| cell_key(owner, id, at as u32 + 1, &cell.execution))
+            .collect();
+        let mut folded = Vec::new();
+        let mut scan = crate::store::scan_prefix(self.store.as_ref(), &cells_prefix(owner, id));
+        while let Some(pair) = scan.next().await {
+            match pair {
+                Ok((key, _)) if !listed.contains(&key) => folded.push(key),
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "a compacted session's folded cells were not listed");
+                    return;
+                }
+            }
+        }
+        if let Err(error) = self.store.apply_batch(&[], &slices(&folded)).await {
+            tracing::warn!(%error, "a compacted session's folded cells were not deleted");
+        }
+    }
+
     /// Whether the session of `cell` lists `execution` at `cell`'s place.
     async fn lists_cell(&self, owner: [u8; 8], cell: &SessionCell, execution: &[u8; 16]) -> bool {
         let at = cell.index.saturating_sub(1) as usize;
@@ -987,7 +1438,7 @@ impl Service {
             .await
             .ok()
             .flatten()
-            .and_then(|bytes| decode::<SessionRecord>(&bytes))
+            .and_then(|bytes| SessionRecord::decode(&bytes))
             .is_some_and(|session| {
                 session
                     .cells
@@ -1006,7 +1457,7 @@ impl Service {
         cells: usize,
     ) -> Result<bool, ServiceError> {
         match self.found_session(owner, id).await {
-            Ok(found) => Ok(found.session.cells.len() == cells),
+            Ok(found) => Ok(found.session.cell_count() as usize == cells),
             Err(ServiceError::NotFound | ServiceError::Corrupt(_)) => Ok(false),
             Err(error) => Err(error),
         }
@@ -1032,7 +1483,7 @@ impl Service {
         while let Some(pair) = scan.next().await {
             let (key, bytes) = pair.map_err(ServiceError::store)?;
             if let (Some((owner, id)), Some(session)) =
-                (split_session_key(&key), decode::<SessionRecord>(&bytes))
+                (split_session_key(&key), SessionRecord::decode(&bytes))
             {
                 usage.set(
                     Item::Session(id),
@@ -1055,7 +1506,7 @@ impl Service {
             let Some((owner, id)) = split_session_key(&key) else {
                 continue;
             };
-            let Some(session) = decode::<SessionRecord>(&bytes) else {
+            let Some(session) = SessionRecord::decode(&bytes) else {
                 continue;
             };
             if session.expires_at() <= now && self.live_holder(&session).await?.is_none() {
@@ -1153,13 +1604,42 @@ mod tests {
             names: vec![NameInfo::cut("x".into(), "int".into(), "1".into())],
             holder: Some([2; 16]),
             clocks: None,
+            compaction: None,
+            pending_lost: None,
         };
-        let bytes = encode(&session);
-        assert_eq!(decode::<SessionRecord>(&bytes), Some(session.clone()));
+        let bytes = session.encode();
+        assert_eq!(SessionRecord::decode(&bytes), Some(session.clone()));
         assert_eq!(session.expires_at(), 65);
         assert_eq!((session.bytes(), session.used_ms()), (10, 5));
-        assert_eq!(decode::<SessionRecord>(&bytes[1..]), None);
-        assert_eq!(decode::<SessionRecord>(&[]), None);
+        assert_eq!(SessionRecord::decode(&bytes[1..]), None);
+        assert_eq!(SessionRecord::decode(&[]), None);
+        // A session stored by a build before compaction reads as one never
+        // compacted.
+        let v1 = SessionRecordV1 {
+            created: 1,
+            ttl_secs: 60,
+            last_used: 5,
+            files_session: "s".into(),
+            cells: session.cells.clone(),
+            tools: session.tools.clone(),
+            names: session.names.clone(),
+            holder: session.holder,
+            clocks: None,
+        };
+        assert_eq!(SessionRecord::decode(&encode(&v1)), Some(session.clone()));
+        let compacted = SessionRecord {
+            compaction: Some(Compaction {
+                folded: 64,
+                lost: vec!["gen".into()],
+            }),
+            ..session.clone()
+        };
+        assert_eq!(
+            (compacted.offset(), compacted.cell_count()),
+            (63, 64),
+            "the base stands for 64 cells"
+        );
+        assert_eq!((session.offset(), session.cell_count()), (0, 1));
         let key = session_key([3; 8], &[4; 16]);
         assert_eq!(split_session_key(&key), Some(([3; 8], [4; 16])));
         let journal = cell_key([3; 8], &[4; 16], 2, &[5; 16]);

@@ -53,6 +53,8 @@ pub const WORKSPACE_SOURCE: &str = include_str!("../../stdlib_shims/baton_worksp
 pub const CONTRACT_SOURCE: &str = include_str!("../../stdlib_shims/baton_contract.py");
 /// The small shell of `lang: "bash"`, loaded after the runtime.
 pub const SHELL_SOURCE: &str = include_str!("../../stdlib_shims/baton_shell.py");
+/// The snapshot a session's compaction carries (`baton_snapshot`).
+pub const SNAPSHOT_SOURCE: &str = include_str!("../../stdlib_shims/baton_snapshot.py");
 
 /// Modules imported once in the zygote so children start warm.
 const WARM_MODULES: &[&str] = &[
@@ -182,6 +184,7 @@ pub fn warm_up(vm: &VirtualMachine) -> Result<(), String> {
         ("WORKSPACE", WORKSPACE_SOURCE),
         ("CONTRACT", CONTRACT_SOURCE),
         ("SHELL", SHELL_SOURCE),
+        ("SNAPSHOT", SNAPSHOT_SOURCE),
     ] {
         scope
             .globals
@@ -199,6 +202,7 @@ pub fn warm_up(vm: &VirtualMachine) -> Result<(), String> {
         load('baton_contract', CONTRACT)\n\
         m = load('baton_runtime', RUNTIME)\n\
         load('baton_shell', SHELL)\n\
+        load('baton_snapshot', SNAPSHOT)\n\
         m.install()\n\
         import gc\n\
         gc.disable()\n\

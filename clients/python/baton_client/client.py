@@ -53,12 +53,15 @@ class Paused:
 
 @dataclass
 class CellTag:
-    """Where a session's cell stands: its session, its number, and where
-    its namespace came from (``new``, ``hot``, ``cold``)."""
+    """Where a session's cell stands: its session, its number, where its
+    namespace came from (``new``, ``hot``, ``cold``), and on the first cell
+    after a compaction the names it could not carry (``lost``; ``None`` on
+    any other cell)."""
 
     session_id: str
     cell: int
     resumed: str
+    lost: Optional[List[str]] = None
 
 
 @dataclass
@@ -347,7 +350,9 @@ def _tag(body: Dict[str, Any]) -> Optional[CellTag]:
     tag = body.get("session")
     if not isinstance(tag, dict):
         return None
-    return CellTag(tag.get("session_id", ""), int(tag.get("cell", 0)), tag.get("resumed", ""))
+    lost = tag.get("lost")
+    return CellTag(tag.get("session_id", ""), int(tag.get("cell", 0)), tag.get("resumed", ""),
+                   list(lost) if isinstance(lost, list) else None)
 
 
 def _reply(body: Dict[str, Any]) -> Union[Paused, Execution]:

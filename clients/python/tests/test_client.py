@@ -189,6 +189,19 @@ class ClientTest(unittest.TestCase):
             session.info()
         self.assertEqual(gone.exception.status, 404)
 
+    def test_a_long_session_is_compacted_and_names_what_it_lost(self) -> None:
+        # The server's default cap: 64 cells listed; the 65th compacts them.
+        with self.client.session() as session:
+            session.run("g = (i for i in range(3))\nrows = []\n")
+            for k in range(63):
+                session.run("rows.append(%d)\n" % k)
+            after = session.run("print(len(rows), rows[-1], sum(rows))\n")
+            self.assertEqual(after.stdout, "63 62 1953\n", after)
+            self.assertEqual((after.session.cell, after.session.lost), (65, ["g"]))
+            self.assertIsNone(session.run("print(1)\n").session.lost)
+            info = session.info()
+            self.assertEqual((info["cells"], info["compacted_cells"], info["lost"]), (66, 64, ["g"]))
+
     def test_a_lost_cell_reply_is_retried_and_the_cell_runs_once(self) -> None:
         proxy = DropFirstReply(URL, drop_on=b"count += 1")
         client = Client(proxy.url, KEY, retries=3, backoff=0.05)

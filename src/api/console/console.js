@@ -110,14 +110,21 @@
     }
     $("session-box").hidden = false;
     $("session-box").dataset.sessionId = id;
-    $("session-title").textContent = `Session ${id} (${session.status}, ${session.cells} cells)`;
+    const folded = session.compacted_cells || 0;
+    const compaction = folded
+      ? `; cells 1-${folded} compacted into a base, lost: ${(session.lost || []).join(", ") || "nothing"}`
+      : "";
+    $("session-title").textContent =
+      `Session ${id} (${session.status}, ${session.cells} cells${compaction})`;
     const cells = $("session-cells");
     cells.replaceChildren();
-    for (const execution of session.cell_executions || []) {
+    (session.cell_executions || []).forEach((execution, at) => {
       const link = el("a", execution);
       link.href = `#${execution}`;
-      cells.appendChild(wrap("li", link));
-    }
+      const item = wrap("li", link);
+      if (folded && at === 0) item.prepend(`base of cells 1-${folded}: `);
+      cells.appendChild(item);
+    });
     const names = $("session-names").tBodies[0];
     names.replaceChildren();
     for (const name of session.names || []) {
