@@ -414,7 +414,38 @@ class ToolCall:
             return ToolCall
         return type(self.result())
 
+    # What `inspect` reads of a coroutine (as CPython's for an `async def`
+    # of the tool's name): created, suspended while awaited, closed once
+    # answered; never running (a tool's body is not Python).
+    @property
+    def cr_running(self):
+        return False
+
+    @property
+    def cr_suspended(self):
+        return self._awaited and self._state != _DONE
+
+    @property
+    def cr_await(self):
+        return None
+
+    @property
+    def cr_origin(self):
+        return None
+
+    @property
+    def cr_code(self):
+        return _tool_code(self.site.python)
+
+    @property
+    def cr_frame(self):
+        if self._state == _DONE:
+            return None
+        return _CoroutineFrame(self)
+
     def __getattr__(self, name):
+        if name in ("__name__", "__qualname__"):
+            return self.site.python
         if name.startswith("_") or name in _COROUTINE_ATTRIBUTES or _asked_by_machinery(1):
             raise AttributeError("'coroutine' object has no attribute '%s'" % name)
         return getattr(self.result(), name)
@@ -531,8 +562,38 @@ class ToolCall:
     __hash__ = object.__hash__
 
 
-_COROUTINE_ATTRIBUTES = frozenset({"cr_await", "cr_code", "cr_frame", "cr_running", "cr_origin",
-                                   "cr_suspended", "gi_frame", "gi_running", "gi_code"})
+_COROUTINE_ATTRIBUTES = frozenset({"gi_frame", "gi_running", "gi_code"})
+
+
+class _CoroutineFrame:
+    """`cr_frame` of a tool call not yet answered: where it stands, as
+    CPython 3.11's `inspect.getcoroutinestate` reads it (`f_lasti` -1
+    before it starts), and its arguments as its locals."""
+
+    __slots__ = ("f_lasti", "f_locals", "f_code", "f_lineno")
+
+    def __init__(self, call):
+        self.f_lasti = 0 if call._awaited else -1
+        self.f_locals = dict(call.input) if isinstance(call.input, dict) else {}
+        self.f_code = _tool_code(call.site.python)
+        self.f_lineno = self.f_code.co_firstlineno if self.f_code is not None else 0
+
+
+_tool_codes = {}
+
+
+def _tool_code(name):
+    """A code object of an `async def` named as the tool (`cr_code`)."""
+    code = _tool_codes.get(name)
+    if code is None:
+        try:
+            code = _real_compile("async def _tool(): pass", "<tool>", "exec").co_consts[0]
+            if name.isidentifier():
+                code = code.replace(co_name=name, co_qualname=name)
+        except Exception:
+            code = None
+        _tool_codes[name] = code
+    return code
 
 
 def _forward_binary(name, op):
@@ -938,11 +999,15 @@ class _ToolSignature(inspect.Signature):
 
 def describe(function, tool):
     """Names a tool's function, gives it the tool's description as its
-    docstring and its signature (also used by the CPython oracle)."""
+    docstring and its signature, and marks it a coroutine function, as an
+    `async def` is to `inspect` and `asyncio` (also used by the CPython
+    oracle)."""
     function.__name__ = function.__qualname__ = tool["python"]
     function.__module__ = "__main__"
     function.__doc__ = tool["doc"]
     function.__signature__ = _ToolSignature(tool["params"], tool["optional"], tool["open"])
+    if hasattr(inspect, "markcoroutinefunction"):
+        inspect.markcoroutinefunction(function)
     return function
 
 
@@ -1665,6 +1730,43 @@ def _install_executors():
     concurrent.futures.ProcessPoolExecutor = ProcessPoolExecutor
 
 
+def _install_coroutine_checks():
+    """A tool call is a coroutine to `inspect` (`iscoroutine`,
+    `getcoroutinestate`, `getcoroutinelocals`), and `asyncio`'s
+    `iscoroutinefunction` answers as CPython 3.11's, without the warning
+    of later versions."""
+    real_iscoroutine = inspect.iscoroutine
+    real_state = inspect.getcoroutinestate
+    real_locals = inspect.getcoroutinelocals
+
+    def iscoroutine(object):
+        return type(object) is ToolCall or real_iscoroutine(object)
+
+    def getcoroutinestate(coroutine):
+        if type(coroutine) is not ToolCall:
+            return real_state(coroutine)
+        if coroutine._state == _DONE:
+            return inspect.CORO_CLOSED
+        return inspect.CORO_SUSPENDED if coroutine._awaited else inspect.CORO_CREATED
+
+    def getcoroutinelocals(coroutine):
+        if type(coroutine) is not ToolCall:
+            return real_locals(coroutine)
+        frame = coroutine.cr_frame
+        return {} if frame is None else frame.f_locals
+
+    for name, function in (("iscoroutine", iscoroutine), ("getcoroutinestate", getcoroutinestate),
+                           ("getcoroutinelocals", getcoroutinelocals)):
+        function.__name__ = function.__qualname__ = name
+        function.__module__ = "inspect"
+        function.__doc__ = getattr(inspect, name).__doc__
+        setattr(inspect, name, function)
+    quiet = asyncio.coroutines.__dict__.get("_iscoroutinefunction")
+    if quiet is not None:
+        asyncio.coroutines.iscoroutinefunction = quiet
+        asyncio.iscoroutinefunction = quiet
+
+
 def install():
     """Once per interpreter, before any program: patch the modules."""
     _install_time()
@@ -1673,6 +1775,7 @@ def install():
     _install_loop()
     json.JSONEncoder.default = _encoder_default
     _install_executors()
+    _install_coroutine_checks()
     _install_fence()
     _install_workspace()
     _install_value_readers()

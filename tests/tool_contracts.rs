@@ -95,7 +95,8 @@ fn a_good_call_pauses_with_its_input_as_bound() {
         stdout.starts_with(
             "(city, unit=None, days=None) Current weather in a city.\nHelp on function get_weather"
         ) && stdout.contains(
-            ":\n\nget_weather(city, unit=None, days=None)\n    Current weather in a city.\n\n"
+            // An `async def` to `inspect`, as CPython's `help` shows one.
+            ":\n\nasync get_weather(city, unit=None, days=None)\n    Current weather in a city.\n\n"
         ) && stdout.ends_with("\nget_weather\n"),
         "{stdout}"
     );

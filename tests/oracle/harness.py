@@ -236,14 +236,25 @@ class NativeCalls:
     def function(self, tool):
         site = self.runtime.Site(-1, tool, "Deferred", 0, self.max_input)
         calls = self
+        python = tool["python"]
+
+        # The coroutine a call makes is one of an `async def` named as the
+        # tool (its `__qualname__`, its `cr_code`).
+        async def body(text):
+            return await calls.call(tool["original"], text)
+
+        if python.isidentifier():
+            body.__code__ = body.__code__.replace(co_name=python, co_qualname=python)
+        body.__name__ = body.__qualname__ = python
 
         def make(*args, **kwargs):
             text = site._input(args, kwargs)
-            coroutine = calls.call(tool["original"], text)
-            calls.made.append((coroutine, sys._getframe(1).f_lineno, tool["python"]))
+            coroutine = body(text)
+            # The caller: above `_CoroutineFunction.__call__`.
+            calls.made.append((coroutine, sys._getframe(2).f_lineno, python))
             return coroutine
 
-        return self.runtime.describe(make, tool)
+        return self.runtime.describe(_CoroutineFunction(make, body.__code__), tool)
 
     def never_awaited(self):
         """The runtime's warning for every coroutine never started."""
@@ -254,6 +265,23 @@ class NativeCalls:
                 sys.stderr.write("%s:%d: RuntimeWarning: coroutine '%s' was never awaited (the tool was not called)\n"
                                  % (self.runtime._user_files[-1], line, name))
         self.made = []
+
+
+class _CoroutineFunction:
+    """A tool as CPython 3.11's `inspect` and `asyncio` see an `async def`
+    (its `__code__` is one: `inspect.iscoroutinefunction` is true), whose
+    call binds its arguments at once, as the signature of a real one does,
+    and makes the coroutine."""
+
+    def __init__(self, make, code):
+        self._make = make
+        self.__code__ = code
+        self.__defaults__ = None
+        self.__kwdefaults__ = None
+        self.__annotations__ = {}
+
+    def __call__(self, *args, **kwargs):
+        return self._make(*args, **kwargs)
 
 
 def _loop_class(calls):
