@@ -323,6 +323,35 @@ impl SessionCell {
     pub fn is_base(&self) -> bool {
         self.index == 1 && self.offset > 0
     }
+
+    /// Whether it is the first cell after a compaction (listed right after
+    /// the base): its answers name what the compaction lost.
+    pub fn follows_compaction(&self) -> bool {
+        self.index == 2 && self.offset > 0
+    }
+
+    /// The key its session's child is parked under once this cell ran in
+    /// it ([`session_park_key`]).
+    pub fn park_key(&self) -> usize {
+        session_park_key(self.offset, self.number())
+    }
+
+    /// The key of the child this cell runs hot in: the one parked after
+    /// the cell before it, in the same compaction (none for a session's
+    /// first cell or a base, which start in fresh globals).
+    pub fn hot_key(&self) -> Option<usize> {
+        let before = self.number().checked_sub(1)?;
+        (self.index > 1).then(|| session_park_key(self.offset, before))
+    }
+}
+
+/// The key a session's child is parked under: the number of the last cell
+/// it ran, with the offset of the compaction that cell follows in the high
+/// half. A compaction's base has the number of the last cell it folds, so
+/// the number alone would let a child parked before a compaction (on this
+/// node or another) pass for the base's.
+pub fn session_park_key(offset: u32, number: u32) -> usize {
+    ((u64::from(offset) << 32) | u64::from(number)) as usize
 }
 
 /// When each round was paused and answered, wall-clock milliseconds since

@@ -1276,19 +1276,18 @@ def _write_snapshot(program, g):
     def run_statement(text, globals_):
         _real_exec(_baton.compile(_real_compile, text, "<session base>", "exec", 0), globals_)
 
+    max_bytes = program["limits"]["max_source_bytes"]
     out, err = sys.stdout, sys.stderr
     sys.stdout = sys.stderr = io.StringIO()
     try:
         source, lost = baton_snapshot.snapshot(g, cells, dict(_injected), fresh_globals, run_statement,
-                                               program["limits"]["max_source_bytes"])
+                                               max_bytes)
     except baton_snapshot.TooLarge:
-        sys.stdout, sys.stderr = out, err
-        return ("exception", "its base source would pass --max-source-bytes (%d bytes)"
-                % program["limits"]["max_source_bytes"])
+        return ("exception", "its base source would pass --max-source-bytes (%d bytes)" % max_bytes)
     except Exception as exc:
-        sys.stdout, sys.stderr = out, err
         return _failure(exc)
-    sys.stdout, sys.stderr = out, err
+    finally:
+        sys.stdout, sys.stderr = out, err
     # Every file of /mnt/data is reported as made (the base starts with
     # them), read-only ones too (named: the base seals them again).
     read_only = sorted(_WS.read_only)

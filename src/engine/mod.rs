@@ -284,12 +284,11 @@ impl Engine {
         earlier: Option<&[EndedCell]>,
     ) -> Result<(Step, ResumeKind), EngineError> {
         // Positions count the listed cells (a compaction's base first);
-        // numbers never repeat in a session, so a child parked before a
-        // compaction never passes for one after it.
+        // a parked child is found by its key (`SessionCell::hot_key`).
         let index = record.cell.as_ref().map_or(1, |cell| cell.index as usize);
         let held = record.cell.as_ref().is_some_and(|cell| {
-            self.parked
-                .holds(&cell.session, cell.number().saturating_sub(1) as usize)
+            cell.hot_key()
+                .is_some_and(|key| self.parked.holds(&cell.session, key))
         });
         if !held && earlier.is_none_or(|earlier| earlier.len() + 1 != index) {
             // Cold, and the caller must read the earlier cells first: the
@@ -318,8 +317,7 @@ impl Engine {
     /// cold, as if it had not been tried).
     async fn start_hot(&self, record: &mut ExecutionRecord, program: &str) -> Option<Step> {
         let cell = record.cell.as_ref()?;
-        let ran = (cell.number() as usize).checked_sub(1)?;
-        let mut child = self.parked.take(&cell.session, ran)?;
+        let mut child = self.parked.take(&cell.session, cell.hot_key()?)?;
         let next = crate::sandbox::protocol::NextCell {
             program_json: program.to_owned(),
             seed: record.seed,
@@ -780,7 +778,7 @@ impl Engine {
                     let place = parking::Place {
                         id: cell.session,
                         owner: record.owner,
-                        rounds: cell.number() as usize,
+                        rounds: cell.park_key(),
                         session: true,
                     };
                     self.park_at(place, child);
@@ -867,7 +865,8 @@ impl Engine {
     }
 
     /// The sessions whose namespaces children parked here hold: the
-    /// session, its principal, and the cells the child ran.
+    /// session, its principal, and the key of the last cell the child ran
+    /// (`SessionCell::park_key`).
     pub fn parked_sessions(&self) -> Vec<([u8; 16], [u8; 8], usize)> {
         self.parked.sessions()
     }

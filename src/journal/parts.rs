@@ -677,6 +677,24 @@ mod tests {
         let back_cell = back.cell.unwrap_or_else(|| panic!("no cell"));
         // The offset is kept; the snapshot flag is never stored.
         assert_eq!((back_cell.offset, back_cell.number()), (64, 66));
+        // Its child is found by the key of the cell before it, in the same
+        // compaction: the base's (number 65), never a child parked after
+        // the 65th cell before the compaction.
+        let base = SessionCell {
+            index: 1,
+            ..back_cell.clone()
+        };
+        assert!(base.is_base() && base.hot_key().is_none());
+        assert_eq!(back_cell.hot_key(), Some(base.park_key()));
+        assert_ne!(base.park_key(), crate::journal::session_park_key(0, 65));
+        let never_compacted = SessionCell {
+            offset: 0,
+            ..back_cell.clone()
+        };
+        assert_eq!(
+            (never_compacted.park_key(), never_compacted.hot_key()),
+            (2, Some(1))
+        );
         assert_eq!(
             back_cell,
             SessionCell {

@@ -108,10 +108,8 @@ impl Service {
                 evicted += 1;
             }
         }
-        for (session, owner, cells) in self.engine.parked_sessions() {
-            if !self
-                .session_child_is_current(owner, &session, cells)
-                .await?
+        for (session, owner, key) in self.engine.parked_sessions() {
+            if !self.session_child_is_current(owner, &session, key).await?
                 && self.engine.evict(&session)
             {
                 evicted += 1;

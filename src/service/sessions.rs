@@ -49,6 +49,7 @@ use super::error::ServiceError;
 use super::inputs::InputFile;
 use super::messages::{Reply, StartRequest};
 use super::records::slices;
+use super::settle::Claimed;
 use super::{Service, now_secs};
 
 /// The store's prefix of Python sessions.
@@ -245,33 +246,44 @@ struct StoredCell {
 }
 
 fn encode<T: Serialize>(value: &T) -> Vec<u8> {
-    let mut out = vec![FORMAT];
+    encode_as(FORMAT, value)
+}
+
+/// The format byte `format` and the bincode of `value`.
+fn encode_as<T: Serialize>(format: u8, value: &T) -> Vec<u8> {
+    let mut out = vec![format];
     // Plain data into memory: bincode does not fail on it.
     let _ = bincode::serialize_into(&mut out, value);
     out
 }
 
 fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Option<T> {
+    decode_as(FORMAT, bytes)
+}
+
+/// `bytes` as `encode_as(format, ...)` wrote them, or None.
+fn decode_as<T: serde::de::DeserializeOwned>(format: u8, bytes: &[u8]) -> Option<T> {
     match bytes.split_first() {
-        Some((&FORMAT, body)) => bincode::deserialize(body).ok(),
+        Some((&first, body)) if first == format => bincode::deserialize(body).ok(),
         _ => None,
     }
 }
 
 impl SessionRecord {
     fn encode(&self) -> Vec<u8> {
-        let mut out = vec![SESSION_FORMAT];
-        // Plain data into memory: bincode does not fail on it.
-        let _ = bincode::serialize_into(&mut out, self);
-        out
+        encode_as(SESSION_FORMAT, self)
     }
 
     fn decode(bytes: &[u8]) -> Option<SessionRecord> {
-        match bytes.split_first() {
-            Some((&SESSION_FORMAT, body)) => bincode::deserialize(body).ok(),
-            Some((&FORMAT, _)) => decode::<SessionRecordV1>(bytes).map(SessionRecord::from),
-            _ => None,
-        }
+        decode_as(SESSION_FORMAT, bytes)
+            .or_else(|| decode::<SessionRecordV1>(bytes).map(SessionRecord::from))
+    }
+
+    /// The names its compaction lost, for the answers of `cell` when it is
+    /// the first cell after that compaction (listed right after the base).
+    fn lost_for(&self, cell: &SessionCell) -> Option<Vec<String>> {
+        let compaction = self.compaction.as_ref()?;
+        cell.follows_compaction().then(|| compaction.lost.clone())
     }
 
     /// The cells folded into the base, less one: the listed cell at
@@ -285,6 +297,12 @@ impl SessionRecord {
     /// The cells it ran and holds, folded ones too: the last one's number.
     fn cell_count(&self) -> u32 {
         self.offset() + self.cells.len() as u32
+    }
+
+    /// The key a child holding its namespace as it stands is parked under
+    /// (`SessionCell::park_key` of its last cell).
+    fn park_key(&self) -> usize {
+        crate::journal::session_park_key(self.offset(), self.cell_count())
     }
 
     /// Why its next cell cannot run on top of it as it stands (it must be
@@ -645,10 +663,7 @@ impl Service {
 
     async fn delete_session_keys(&self, owner: [u8; 8], id: &[u8; 16]) -> Result<(), ServiceError> {
         let mut keys = vec![session_key(owner, id)];
-        let mut scan = crate::store::scan_prefix(self.store.as_ref(), &cells_prefix(owner, id));
-        while let Some(pair) = scan.next().await {
-            keys.push(pair.map_err(ServiceError::store)?.0);
-        }
+        keys.extend(self.journal_keys(owner, id).await?);
         self.store
             .apply_batch(&[], &slices(&keys))
             .await
@@ -831,11 +846,6 @@ impl Service {
             }
             None => false,
         };
-        // The first cell after a compaction names what it could not carry.
-        let lost = match &found.session.compaction {
-            Some(compaction) if found.session.cells.len() == 1 => Some(compaction.lost.clone()),
-            _ => None,
-        };
         self.admit(owner, request.code.len() as u64)?;
         let client_request_id = request.request_id.clone();
         let request_id = self
@@ -845,32 +855,19 @@ impl Service {
             .prepare_cell(principal, &id, &found.session, request, inputs, Slot::Next)
             .await?;
         let held = self.take_hold(owner, &id, &found, &record, None).await?;
-        let state = self.first_round_running(&mut record, owner);
-        let flushing = match self.store_start(&mut record, &state).await {
-            Ok(flushing) => flushing,
-            Err(error) => {
-                self.let_go(owner, &id, &record.id).await;
-                return Err(error);
-            }
-        };
+        let (state, flushing) = self.store_held_start(&mut record, owner, &id).await?;
         self.link_request(owner, &request_id, record.id).await?;
         if request_id.cancelled_early {
             return Ok((self.cancel_now(record, state).await?, given));
         }
         metrics::counter!("baton_executions_started_total").increment(1);
-        let (step, kind) = match self.start_in_session(&mut record, &id, &held).await {
-            Ok(started) => started,
-            Err(error) => {
-                self.release(&record.id, &state).await;
-                self.let_go(owner, &id, &record.id).await;
-                return Err(error);
-            }
-        };
+        let (step, kind) = self.start_held(&mut record, &state, &id, &held).await?;
         // A compaction rebuilt the namespace for this cell: cold, though
         // the base's child runs it.
         let kind = if compacted { ResumeKind::Cold } else { kind };
+        // The first cell after a compaction names what it could not carry.
         let tag = record.cell.as_ref().map(|cell| CellTag {
-            lost,
+            lost: found.session.lost_for(cell),
             ..CellTag::of(cell, kind)
         });
         if let Some(tag) = &tag {
@@ -880,16 +877,59 @@ impl Service {
         Ok((reply.tagged(tag), given))
     }
 
+    /// Stores the start of `record`, a cell of `owner` that holds the
+    /// session `id`, as running its first round; the hold is let go when
+    /// it cannot be.
+    async fn store_held_start(
+        &self,
+        record: &mut ExecutionRecord,
+        owner: [u8; 8],
+        id: &[u8; 16],
+    ) -> Result<(ExecState, Claimed), ServiceError> {
+        let state = self.first_round_running(record, owner);
+        match self.store_start(record, &state).await {
+            Ok(flushing) => Ok((state, flushing)),
+            Err(error) => {
+                self.let_go(owner, id, &record.id).await;
+                Err(error)
+            }
+        }
+    }
+
+    /// [`Service::start_in_session`] for `record`, whose start is stored
+    /// as `state`: when it cannot start, its state is released and the
+    /// hold let go.
+    async fn start_held(
+        &self,
+        record: &mut ExecutionRecord,
+        state: &ExecState,
+        id: &[u8; 16],
+        held: &SessionRecord,
+    ) -> Result<(Step, ResumeKind), ServiceError> {
+        let started = self.start_in_session(record, id, held).await;
+        if started.is_err() {
+            self.release(&record.id, state).await;
+            self.let_go(record.owner, id, &record.id).await;
+        }
+        started
+    }
+
     /// Starts `record`, a cell of the session `held` (which it holds): hot
     /// in the child that holds the namespace, else cold after its earlier
-    /// cells.
+    /// cells (a compaction's base has none: it starts in fresh globals).
     async fn start_in_session(
         &self,
         record: &mut ExecutionRecord,
         id: &[u8; 16],
         held: &SessionRecord,
     ) -> Result<(Step, ResumeKind), ServiceError> {
-        let started = match self.engine.start_cell(record, None).await {
+        let none: &[EndedCell] = &[];
+        let known = record
+            .cell
+            .as_ref()
+            .is_some_and(SessionCell::is_base)
+            .then_some(none);
+        let started = match self.engine.start_cell(record, known).await {
             Err(EngineError::HistoryNeeded) => {
                 let earlier = self.earlier_cells(record.owner, id, held).await?;
                 self.engine.start_cell(record, Some(&earlier)).await
@@ -908,11 +948,9 @@ impl Service {
     ) -> Option<CellTag> {
         let cell = record.cell.as_ref()?;
         let mut tag = CellTag::of(cell, kind);
-        if cell.index == 2 && cell.offset > 0 {
+        if cell.follows_compaction() {
             let found = self.found_session(record.owner, &cell.session).await.ok();
-            tag.lost = found
-                .and_then(|found| found.session.compaction)
-                .map(|compaction| compaction.lost);
+            tag.lost = found.and_then(|found| found.session.lost_for(cell));
         }
         Some(tag)
     }
@@ -1026,24 +1064,11 @@ impl Service {
         record.files = snapshot.files;
         record.read_only = snapshot.read_only;
         record.directories = snapshot.directories;
-        self.take_hold(owner, id, &found, &record, Some(snapshot.lost))
+        let held = self
+            .take_hold(owner, id, &found, &record, Some(snapshot.lost))
             .await?;
-        let state = self.first_round_running(&mut record, owner);
-        let flushing = match self.store_start(&mut record, &state).await {
-            Ok(flushing) => flushing,
-            Err(error) => {
-                self.let_go(owner, id, &record.id).await;
-                return Err(error);
-            }
-        };
-        let step = match self.engine.start_cell(&mut record, Some(&[])).await {
-            Ok((step, _)) => step,
-            Err(error) => {
-                self.release(&record.id, &state).await;
-                self.let_go(owner, id, &record.id).await;
-                return Err(ServiceError::Unavailable(error.to_string()));
-            }
-        };
+        let (state, flushing) = self.store_held_start(&mut record, owner, id).await?;
+        let (step, _) = self.start_held(&mut record, &state, id, &held).await?;
         Ok(match self.settle(record, state, step, flushing).await? {
             Reply::Ended { error: None, .. } => Ok(()),
             Reply::Ended {
@@ -1413,21 +1438,33 @@ impl Service {
             .enumerate()
             .map(|(at, cell)| cell_key(owner, id, at as u32 + 1, &cell.execution))
             .collect();
-        let mut folded = Vec::new();
-        let mut scan = crate::store::scan_prefix(self.store.as_ref(), &cells_prefix(owner, id));
-        while let Some(pair) = scan.next().await {
-            match pair {
-                Ok((key, _)) if !listed.contains(&key) => folded.push(key),
-                Ok(_) => {}
-                Err(error) => {
-                    tracing::warn!(%error, "a compacted session's folded cells were not listed");
-                    return;
-                }
+        let deleted = match self.journal_keys(owner, id).await {
+            Ok(mut folded) => {
+                folded.retain(|key| !listed.contains(key));
+                self.store
+                    .apply_batch(&[], &slices(&folded))
+                    .await
+                    .map_err(ServiceError::store)
             }
-        }
-        if let Err(error) = self.store.apply_batch(&[], &slices(&folded)).await {
+            Err(error) => Err(error),
+        };
+        if let Err(error) = deleted {
             tracing::warn!(%error, "a compacted session's folded cells were not deleted");
         }
+    }
+
+    /// The keys of every cell journal stored for the session `id`.
+    async fn journal_keys(
+        &self,
+        owner: [u8; 8],
+        id: &[u8; 16],
+    ) -> Result<Vec<Vec<u8>>, ServiceError> {
+        let mut keys = Vec::new();
+        let mut scan = crate::store::scan_prefix(self.store.as_ref(), &cells_prefix(owner, id));
+        while let Some(pair) = scan.next().await {
+            keys.push(pair.map_err(ServiceError::store)?.0);
+        }
+        Ok(keys)
     }
 
     /// Whether the session of `cell` lists `execution` at `cell`'s place.
@@ -1447,17 +1484,17 @@ impl Service {
             })
     }
 
-    /// Whether a child parked with `cells` cells of the session `id` still
-    /// holds its namespace as it stands (the session is there, and no cell
-    /// was listed since, here or on another node).
+    /// Whether a child parked under `key` for the session `id` still holds
+    /// its namespace as it stands (the session is there, and no cell was
+    /// listed, nor the session compacted, since, here or on another node).
     pub(super) async fn session_child_is_current(
         &self,
         owner: [u8; 8],
         id: &[u8; 16],
-        cells: usize,
+        key: usize,
     ) -> Result<bool, ServiceError> {
         match self.found_session(owner, id).await {
-            Ok(found) => Ok(found.session.cell_count() as usize == cells),
+            Ok(found) => Ok(found.session.park_key() == key),
             Err(ServiceError::NotFound | ServiceError::Corrupt(_)) => Ok(false),
             Err(error) => Err(error),
         }
