@@ -11,9 +11,9 @@
 //! Stored:
 //! - `y/<owner 8><session 16>`: the [`SessionRecord`]: its lifetime, its
 //!   files' storage session, its cells (execution, marker, bytes), the
-//!   tools declared so far, the names of its last cell, its clocks, and
-//!   the cell that holds it now;
-//! - `z/<owner 8><session 16><cell u32 BE><execution 16>`: a
+//!   tools declared so far, the names of its last cell, its clocks, the
+//!   cell that holds it now, and its last compaction;
+//! - `z/<owner 8><session 16><position u32 BE><execution 16>`: a
 //!   [`StoredCell`]: the ended cell's record parts, how it ended, what it
 //!   left (keyed by its execution too: a cell that ended after its session
 //!   went on without it never overwrites the one listed at its place).
@@ -32,8 +32,14 @@
 //!   session keeps its earlier cells.
 //! - A session is a principal's: its keys start with the owner, so another
 //!   principal's id answers exactly as a missing one (404).
-//! - Site ids are unique in a session: cell `k`'s start at
-//!   `(k - 1) * CELL_SITE_STRIDE`.
+//! - Site ids are unique among the listed cells: the cell at position `k`
+//!   starts at `(k - 1) * CELL_SITE_STRIDE`.
+//! - Past its caps a session is compacted before its next cell
+//!   ([`Service::compact`]): a base cell, listed first, replaces every
+//!   listed cell in one compare-and-swap made by the base's end (or its
+//!   roll-forward), and only when the base completed; what it could not
+//!   carry is named in `lost`, never dropped silently. Positions restart
+//!   at 1, numbers go on (`SessionCell::offset`).
 
 use serde::{Deserialize, Serialize};
 
