@@ -1630,6 +1630,146 @@ def _install_decimal():
         object.__setattr__(current, "traps", _SignalDict(current.traps))
 
 
+# ------------------------------------------------------- CPython 3.11's words
+#
+# RustPython's pure-Python stdlib is that of CPython 3.12-3.14; where a later
+# version words an error otherwise, or warns where 3.11 does not, the 3.11
+# behaviour is put back here (what lives in RustPython's Rust code is
+# patched there: PATCHES.md). Each installer leaves CPython alone.
+
+
+def _decimal_signal(context_raise):
+    """`decimal` raises as the C module of CPython does: the signal's list
+    (`[<class 'decimal.ConversionSyntax'>]`), not the pure-Python text."""
+    def _raise_error(self, condition, explanation=None, *args):
+        try:
+            return context_raise(self, condition, explanation, *args)
+        except decimal.DecimalException as exc:
+            if type(exc).__module__ != "decimal" or exc.args != (explanation,):
+                raise
+            raise type(exc)([condition]) from None
+
+    return _raise_error
+
+
+def _normal_samples(self, n, *, seed=None):
+    "Generate *n* samples for a given mean and standard deviation."
+    gauss = random.gauss if seed is None else random.Random(seed).gauss
+    mu, sigma = self._mu, self._sigma
+    return [gauss(mu, sigma) for i in range(n)]
+
+
+def _check_date_fields(year, month, day):
+    """`datetime`'s date checks in the words of CPython's C module."""
+    year, month, day = operator.index(year), operator.index(month), operator.index(day)
+    if not datetime.MINYEAR <= year <= datetime.MAXYEAR:
+        raise ValueError("year %i is out of range" % year)
+    if not 1 <= month <= 12:
+        raise ValueError("month must be in 1..12")
+    if not 1 <= day <= _days_in_month(year, month):
+        raise ValueError("day is out of range for month")
+    return year, month, day
+
+
+def _check_time_fields(hour, minute, second, microsecond, fold):
+    """`datetime`'s time checks in the words of CPython's C module."""
+    hour, minute, second, microsecond = (operator.index(hour), operator.index(minute),
+                                         operator.index(second), operator.index(microsecond))
+    for value, low, high, name in ((hour, 0, 23, "hour"), (minute, 0, 59, "minute"),
+                                   (second, 0, 59, "second"),
+                                   (microsecond, 0, 999999, "microsecond")):
+        if not low <= value <= high:
+            raise ValueError("%s must be in %d..%d" % (name, low, high))
+    if fold not in (0, 1):
+        raise ValueError("fold must be either 0 or 1")
+    return hour, minute, second, microsecond, fold
+
+
+def _days_in_month(year, month):
+    if month == 2 and year % 4 == 0 and (year % 100 != 0 or year % 400 == 0):
+        return 29
+    return (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)[month - 1]
+
+
+@classmethod
+def _utcfromtimestamp(cls, t):
+    "Construct a naive UTC datetime from a POSIX timestamp."
+    return cls._fromtimestamp(t, True, None)
+
+
+@classmethod
+def _utcnow(cls):
+    "Return a new datetime representing UTC day and time."
+    return cls._fromtimestamp(time.time(), True, None)
+
+
+def _re_sub(pattern, repl, string, count=0, flags=0):
+    """Return the string obtained by replacing the leftmost
+    non-overlapping occurrences of the pattern in string by the
+    replacement repl."""
+    return re._compile(pattern, flags).sub(repl, string, count)
+
+
+def _re_subn(pattern, repl, string, count=0, flags=0):
+    """Return a 2-tuple containing (new_string, number)."""
+    return re._compile(pattern, flags).subn(repl, string, count)
+
+
+def _re_split(pattern, string, maxsplit=0, flags=0):
+    """Split the source string by the occurrences of the pattern,
+    returning a list containing the resulting substrings."""
+    return re._compile(pattern, flags).split(string, maxsplit)
+
+
+def _json_error_init(real_init):
+    """`json` says what CPython 3.11's scanner says of a trailing comma:
+    the value or name it expected where the bracket is."""
+    def __init__(self, msg, doc, pos):
+        if msg.startswith("Illegal trailing comma before end of "):
+            msg = ("Expecting value" if msg.endswith("array")
+                   else "Expecting property name enclosed in double quotes")
+            pos += 1
+            while pos < len(doc) and doc[pos] in " \t\n\r":
+                pos += 1
+        real_init(self, msg, doc, pos)
+
+    return __init__
+
+
+def _json_iterencode(real_iterencode):
+    def iterencode(self, o, _one_shot=False):
+        try:
+            return real_iterencode(self, o, _one_shot)
+        except ValueError as exc:
+            text = str(exc)
+            if text.startswith("Out of range float values are not JSON compliant: "):
+                raise ValueError("Out of range float values are not JSON compliant") from None
+            raise
+
+    iterencode.__doc__ = real_iterencode.__doc__
+    return iterencode
+
+
+def _install_cpython311_words():
+    if sys.implementation.name != "rustpython":
+        return
+    decimal.Context._raise_error = _decimal_signal(decimal.Context._raise_error)
+    statistics.NormalDist.samples = _normal_samples
+    import _pydatetime
+    _pydatetime._check_date_fields = _check_date_fields
+    _pydatetime._check_time_fields = _check_time_fields
+    datetime.datetime.utcfromtimestamp = _utcfromtimestamp
+    datetime.datetime.utcnow = _utcnow
+    for name, function in (("sub", _re_sub), ("subn", _re_subn), ("split", _re_split)):
+        function.__name__ = function.__qualname__ = name
+        function.__module__ = "re"
+        setattr(re, name, function)
+    import json.decoder
+    error = json.decoder.JSONDecodeError
+    error.__init__ = _json_error_init(error.__init__)
+    json.JSONEncoder.iterencode = _json_iterencode(json.JSONEncoder.iterencode)
+
+
 def _help(*args, **kwargs):
     """`help()`, as CPython's `site` module adds it: pydoc's help (which
     writes to stdout when it is not a terminal)."""
@@ -1780,6 +1920,7 @@ def install():
     _install_value_readers()
     _install_math()
     _install_decimal()
+    _install_cpython311_words()
     builtins.compile = _compile
     builtins.exec = _exec
     builtins.eval = _eval

@@ -333,3 +333,31 @@ fn the_history_lists_every_call_also_across_a_restart() {
     );
     assert!(plain.get("history").is_none(), "{plain}");
 }
+
+#[test]
+fn datetime_range_errors_are_worded_as_cpythons_c_module_words_them() {
+    // The oracle harness runs the pure-Python datetime (other words), so
+    // these are compared with CPython 3.11 itself here.
+    let code = "\
+import datetime
+for args in [(2024, 2, 30), (2024, 13, 1), (2024, 1, 1, 25), (2024, 1, 1, 1, 60)]:
+    try:
+        datetime.datetime(*args)
+    except ValueError as e:
+        print(e)
+";
+    let cpython = std::process::Command::new("python3")
+        .args(["-c", code])
+        .output()
+        .unwrap_or_else(|e| panic!("python3: {e}"));
+    let expected = String::from_utf8_lossy(&cpython.stdout).into_owned();
+    assert_eq!(
+        expected,
+        "day is out of range for month\nmonth must be in 1..12\nhour must be in 0..23\nminute must be in 0..59\n"
+    );
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::start(dir.path(), &[]);
+    let reply = run(&server, code);
+    assert_eq!(reply["status"], "completed", "{reply}");
+    assert_eq!(reply["stdout"], expected.as_str(), "{reply}");
+}

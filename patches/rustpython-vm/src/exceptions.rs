@@ -705,7 +705,19 @@ impl Py<PyBaseException> {
         }
     }
 
-    #[pymethod]
+    /// `add_note` as Python calls it: CPython's own words for a note that
+    /// is not a str (baton patch).
+    #[pymethod(name = "add_note")]
+    fn py_add_note(&self, note: PyObjectRef, vm: &VirtualMachine) -> PyResult<()> {
+        let note: PyStrRef = note.downcast().map_err(|note| {
+            vm.new_type_error(format!(
+                "note must be a str, not '{}'",
+                note.class().name()
+            ))
+        })?;
+        self.add_note(note, vm)
+    }
+
     pub fn add_note(&self, note: PyStrRef, vm: &VirtualMachine) -> PyResult<()> {
         let dict = crate::builtins::object::object_get_dict(self.as_object().to_owned(), vm)
             .map_err(|_| vm.new_attribute_error("Exception object has no __dict__"))?;

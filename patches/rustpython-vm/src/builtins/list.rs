@@ -227,8 +227,7 @@ impl PyList {
     fn concat(&self, other: &PyObject, vm: &VirtualMachine) -> PyResult<PyRef<Self>> {
         let other = other.downcast_ref::<Self>().ok_or_else(|| {
             vm.new_type_error(format!(
-                "Cannot add {} and {}",
-                Self::class(&vm.ctx).name(),
+                "can only concatenate list (not \"{}\") to list",
                 other.class().name()
             ))
         })?;
@@ -549,7 +548,7 @@ impl Py<PyList> {
         if let Some(index) = index.into() {
             Ok(index)
         } else {
-            Err(vm.new_value_error(format!("'{}' is not in list", value.str(vm)?)))
+            Err(vm.new_value_error(format!("{} is not in list", value.repr(vm)?)))
         }
     }
 
@@ -582,7 +581,7 @@ impl Py<PyList> {
             drop(removed);
             Ok(())
         } else {
-            Err(vm.new_value_error(format!("'{}' is not in list", value.str(vm)?)))
+            Err(vm.new_value_error("list.remove(x): x not in list"))
         }
     }
 

@@ -73,12 +73,14 @@ impl Constructor for PyBaseObject {
 
         // Ensure that all abstract methods are implemented before instantiating instance.
         if let Some(abs_methods) = cls.get_attr(identifier!(vm, __abstractmethods__)) {
-            let methods: Vec<PyUtf8StrRef> = abs_methods.try_to_value(vm)?;
+            let mut methods: Vec<PyUtf8StrRef> = abs_methods.try_to_value(vm)?;
+            // Sorted, as CPython's `object_new` lists them (baton patch).
+            methods.sort_by(|a, b| a.as_str().cmp(b.as_str()));
             let unimplemented_abstract_method_count = methods.len();
             if unimplemented_abstract_method_count > 0 {
                 let methods: String = Itertools::intersperse(
                     methods.iter().map(|name| name.as_str().to_owned()),
-                    "', '".to_owned(),
+                    ", ".to_owned(),
                 )
                 .collect();
                 let name = cls.name().to_string();
@@ -88,7 +90,7 @@ impl Constructor for PyBaseObject {
                     "methods"
                 };
                 return Err(vm.new_type_error(format!(
-                    "class {name} without an implementation for abstract {noun} '{methods}'"
+                    "Can't instantiate abstract class {name} with abstract {noun} {methods}"
                 )));
             }
         }
