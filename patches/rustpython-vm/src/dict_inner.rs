@@ -904,6 +904,7 @@ impl<T: Clone> Dict<T> {
         }
     }
 
+    #[allow(dead_code, reason = "sets use the known-hash forms since the set-order patch")]
     pub(crate) fn delete_if_exists<K>(&self, vm: &VirtualMachine, key: &K) -> PyResult<bool>
     where
         K: DictKey + ?Sized,
@@ -982,6 +983,7 @@ impl<T: Clone> Dict<T> {
 
     /// Delete an existing key or insert a missing key using its known hash.
     /// Same contract as [`Self::insert_known_hash`].
+    #[allow(dead_code, reason = "sets use the known-hash forms since the set-order patch")]
     pub(crate) fn delete_or_insert_known_hash(
         &self,
         vm: &VirtualMachine,

@@ -5601,10 +5601,9 @@ impl ExecutingFrame<'_> {
                     // SAFETY: compiler guarantees correct type
                     obj.downcast_unchecked_ref()
                 };
-                let iter = PyIter::try_from_object(vm, iterable)?;
-                while let PyIterReturn::Return(item) = iter.next(vm)? {
-                    set.add(item, vm)?;
-                }
+                // `_PySet_Update`: a set or dict merged as `set.update` does
+                // (baton patch: the table, so the order, is CPython's).
+                set.update_internal(iterable, vm)?;
                 Ok(None)
             }
             Instruction::PushExcInfo => {

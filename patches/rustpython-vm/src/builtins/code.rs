@@ -400,7 +400,11 @@ impl ConstantBag for PyVmBag<'_> {
                 let elements = elements
                     .iter()
                     .map(|constant| self.make_constant(constant.borrow_constant()).0);
-                PyFrozenSet::from_iter(vm, elements)
+                // CPython's compiler stores a set display's constant rebuilt
+                // from its own order (`merge_consts_recursive`): built
+                // twice, it has CPython's layout (baton patch, PATCHES.md).
+                let folded = PyFrozenSet::from_iter(vm, elements).unwrap();
+                PyFrozenSet::from_iter(vm, folded.elements())
                     .unwrap()
                     .into_ref(ctx)
                     .into()

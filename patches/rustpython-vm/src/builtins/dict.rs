@@ -1830,7 +1830,16 @@ pub(crate) fn set_view_number_and(
 }
 
 pub(crate) fn set_inner_number_xor(a: &PyObject, b: &PyObject, vm: &VirtualMachine) -> PyResult {
-    set_inner_number_op(a, b, |a, b| a.symmetric_difference(b, vm), vm)
+    // `dictviews_xor`: a set of the view, then `symmetric_difference_update`.
+    set_inner_number_op(
+        a,
+        b,
+        |a, b| {
+            a.symmetric_difference_update(core::iter::once(b), vm)?;
+            Ok(a)
+        },
+        vm,
+    )
 }
 
 pub(crate) fn set_item_view_number_xor(

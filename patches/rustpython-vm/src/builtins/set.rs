@@ -12,7 +12,7 @@ use crate::{
     common::{
         ascii,
         hash::PyHash,
-        lock::{LazyLock, PyMutex},
+        lock::{LazyLock, PyMutex, PyMutexGuard},
         rc::PyRc,
         wtf8::Wtf8Buf,
     },
@@ -32,6 +32,7 @@ use crate::{
     utils::collection_repr,
     vm::VirtualMachine,
 };
+use super::set_order::SetOrder;
 use core::{borrow::Borrow, fmt};
 use rustpython_common::{
     atomic::{Ordering, PyAtomic, Radium},
@@ -177,12 +178,20 @@ impl PyPayload for PyFrozenSet {
 #[derive(Default, Clone)]
 pub(super) struct PySetInner {
     content: PyRc<SetContentType>,
+    /// CPython's table for the same keys, which decides the order in which
+    /// the set iterates, prints and pops (baton patch: `set_order`).
+    order: PyRc<PyMutex<SetOrder>>,
 }
 
 unsafe impl crate::object::Traverse for PySetInner {
     fn traverse(&self, tracer_fn: &mut crate::object::TraverseFn<'_>) {
         // FIXME(discord9): Rc means shared ref, so should it be traced?
-        self.content.traverse(tracer_fn)
+        self.content.traverse(tracer_fn);
+        if let Some(order) = self.order.try_lock() {
+            for key in order.keys() {
+                key.traverse(tracer_fn);
+            }
+        }
     }
 }
 
@@ -207,26 +216,96 @@ impl PySetInner {
         Ok(set)
     }
 
-    /// Elements of `obj` with their stored hashes, or `None` if `obj` keeps
-    /// none and must be iterated generically. Mirrors the `PyAnySet_Check` /
-    /// `PyDict_CheckExact` fast paths in CPython's `set_update_internal`.
-    fn cached_hashes(obj: &PyObject, vm: &VirtualMachine) -> Option<Vec<(PyObjectRef, PyHash)>> {
-        if let Some(set) = extract_set(obj) {
-            Some(set.content.keys_with_hashes())
-        } else {
-            obj.downcast_ref_if_exact::<PyDict>(vm)
-                .map(|dict| dict._as_dict_inner().keys_with_hashes())
+    /// The order table, rebuilt from the content's insertion order should
+    /// the two ever disagree on the number of keys (a path that changed the
+    /// content alone), so that iteration never yields a key the set lacks.
+    fn ordered(&self) -> PyMutexGuard<'_, SetOrder> {
+        let mut order = self.order.lock();
+        if order.len() != self.content.len() {
+            let mut rebuilt = SetOrder::default();
+            for (key, hash) in self.content.keys_with_hashes() {
+                let stable = has_stable_hash(&key);
+                rebuilt.insert_new(hash, key, stable);
+            }
+            *order = rebuilt;
         }
+        order
     }
 
-    fn fold_op<O>(
+    /// The keys with their hashes in CPython's iteration order (insertion
+    /// order while a key's hash comes from its address: `set_order`).
+    fn entries(&self) -> Vec<(PyObjectRef, PyHash)> {
+        let order = self.ordered();
+        if order.is_stable() {
+            return order.entries();
+        }
+        drop(order);
+        self.content.keys_with_hashes()
+    }
+
+    /// Whether the set iterates in the order table's order.
+    fn in_table_order(&self) -> bool {
+        self.ordered().is_stable()
+    }
+
+    /// `set_add_entry`: the key goes into the order table only when the
+    /// content did not hold an equal one.
+    fn add_entry(&self, item: &PyObject, hash: PyHash, vm: &VirtualMachine) -> PyResult<()> {
+        let before = self.content.len();
+        self.content.insert_known_hash(vm, item, hash, ())?;
+        let mut order = self.order.lock();
+        // Out of step (a path that changed the content alone), the table is
+        // left for `ordered` to rebuild.
+        if self.content.len() > before && order.len() == before {
+            order.insert_new(hash, item.to_owned(), has_stable_hash(item));
+        }
+        Ok(())
+    }
+
+    /// `set_discard_entry`: whether an equal key was there (and is gone).
+    fn discard_entry(&self, item: &PyObject, hash: PyHash, vm: &VirtualMachine) -> PyResult<bool> {
+        if !self.content.delete_if_exists_known_hash(vm, item, hash)? {
+            return Ok(false);
+        }
+        let candidates = {
+            let order = self.order.lock();
+            if order.len() != self.content.len() + 1 {
+                return Ok(true); // out of step: `ordered` rebuilds it
+            }
+            order.candidates(hash)
+        };
+        let mut found = None;
+        if let [(index, _)] = candidates[..] {
+            found = Some(index);
+        } else {
+            for (index, key) in candidates {
+                if key.is(item) || vm.bool_eq(&key, item)? {
+                    found = Some(index);
+                    break;
+                }
+            }
+        }
+        if let Some(index) = found {
+            self.order.lock().take_at(index);
+        }
+        Ok(true)
+    }
+
+    /// A copy with `op` applied for each other; as in `set_union` and
+    /// `set_or`, an other that is this set itself is skipped.
+    fn fold_op(
         &self,
-        others: impl core::iter::Iterator<Item = O>,
-        op: fn(&Self, O, &VirtualMachine) -> PyResult<Self>,
+        others: impl core::iter::Iterator<Item = ArgIterable>,
+        op: fn(&Self, ArgIterable, &VirtualMachine) -> PyResult<Self>,
         vm: &VirtualMachine,
     ) -> PyResult<Self> {
         let mut res = self.copy();
         for other in others {
+            if extract_set(other.as_object())
+                .is_some_and(|set| PyRc::ptr_eq(&set.content, &self.content))
+            {
+                continue;
+            }
             res = op(&res, other, vm)?;
         }
         Ok(res)
@@ -268,9 +347,18 @@ impl PySetInner {
         self.content.sizeof()
     }
 
+    /// `set_copy`: CPython merges into an empty set, so the copy's table is
+    /// presized for its keys (and may be smaller than the original's).
     fn copy(&self) -> Self {
+        let source = self.ordered();
+        let mut order = SetOrder::default();
+        if source.len() > 0 {
+            order.presize(source.len());
+            order.fill_from(&source);
+        }
         Self {
             content: PyRc::new((*self.content).clone()),
+            order: PyRc::new(PyMutex::new(order)),
         }
     }
 
@@ -297,7 +385,6 @@ impl PySetInner {
         if !op.eval_ord(self.len().cmp(&other.len())) {
             return Ok(false);
         }
-
         let (superset, subset) = match op {
             PyComparisonOp::Lt | PyComparisonOp::Le | PyComparisonOp::Eq => (other, self),
             _ => (self, other),
@@ -311,19 +398,10 @@ impl PySetInner {
         Ok(true)
     }
 
+    /// `set_or` and `set_union` on a copy: the other's keys added to it.
     pub(super) fn union(&self, other: ArgIterable, vm: &VirtualMachine) -> PyResult<Self> {
         let set = self.clone();
-        if let Some(elements) = Self::cached_hashes(other.as_object(), vm) {
-            for (item, hash) in elements {
-                set.add_known_hash(&item, hash, vm)?;
-            }
-            return Ok(set);
-        }
-        for item in other.iter(vm)? {
-            let item = item?;
-            set.add(&item, vm)?;
-        }
-
+        set.update_internal(other.as_object().to_owned(), vm)?;
         Ok(set)
     }
 
@@ -337,14 +415,12 @@ impl PySetInner {
             let hash = obj.hash(vm)?;
             if self.contains_known_hash(&obj, hash, vm)? {
                 set.add_known_hash(&obj, hash, vm)?;
-                if set.len() >= self.len() {
-                    break;
-                }
             }
         }
         Ok(set)
     }
 
+    /// `set_intersection` of two sets: the smaller one walked in its order.
     fn intersection_set(&self, other: &Self, vm: &VirtualMachine) -> PyResult<Self> {
         if PyRc::ptr_eq(&self.content, &other.content) {
             return Ok(self.copy());
@@ -355,7 +431,7 @@ impl PySetInner {
             (self, other)
         };
         let set = Self::default();
-        for (obj, hash) in source.content.keys_with_hashes() {
+        for (obj, hash) in source.entries() {
             if target.contains_known_hash(&obj, hash, vm)? {
                 set.add_known_hash(&obj, hash, vm)?;
             }
@@ -394,7 +470,7 @@ impl PySetInner {
         vm: &VirtualMachine,
     ) -> PyResult<Self> {
         let result = Self::default();
-        for (key, hash) in self.content.keys_with_hashes() {
+        for (key, hash) in self.entries() {
             if !contains(&key, hash)? {
                 result.add_known_hash(&key, hash, vm)?;
             }
@@ -402,33 +478,26 @@ impl PySetInner {
         Ok(result)
     }
 
+    /// `set_symmetric_difference`: a new set of the other's keys, then this
+    /// set's keys toggled into it in this set's order.
     pub(super) fn symmetric_difference(
         &self,
         other: ArgIterable,
         vm: &VirtualMachine,
     ) -> PyResult<Self> {
-        let new_inner = self.clone();
+        let result = Self::from_object(other.as_object().to_owned(), vm)?;
+        result.toggle(self.entries(), vm)?;
+        Ok(result)
+    }
 
-        if let Some(elements) = Self::cached_hashes(other.as_object(), vm) {
-            // the source is already duplicate-free
-            for (item, hash) in elements {
-                new_inner
-                    .content
-                    .delete_or_insert_known_hash(vm, &item, hash, ())?;
+    /// Each key removed if present, else added (`set_symmetric_difference_update`).
+    fn toggle(&self, entries: Vec<(PyObjectRef, PyHash)>, vm: &VirtualMachine) -> PyResult<()> {
+        for (item, hash) in entries {
+            if !self.discard_entry(&item, hash, vm)? {
+                self.add_entry(&item, hash, vm)?;
             }
-            return Ok(new_inner);
         }
-
-        // We want to remove duplicates in other
-        let other_set = Self::from_iter(other.iter(vm)?, vm)?;
-
-        for (item, hash) in other_set.content.keys_with_hashes() {
-            new_inner
-                .content
-                .delete_or_insert_known_hash(vm, &item, hash, ())?;
-        }
-
-        Ok(new_inner)
+        Ok(())
     }
 
     fn issuperset(&self, other: ArgIterable, vm: &VirtualMachine) -> PyResult<bool> {
@@ -491,39 +560,82 @@ impl PySetInner {
     }
 
     fn add(&self, item: &PyObject, vm: &VirtualMachine) -> PyResult<()> {
-        let result = self.content.insert(vm, item, ());
-        Self::wrap_unhashable_error(result, item, vm)
+        let hash = Self::wrap_unhashable_error(item.hash(vm), item, vm)?;
+        self.add_entry(item, hash, vm)
     }
 
     /// [`Self::add`] with a known hash.
     fn add_known_hash(&self, item: &PyObject, hash: PyHash, vm: &VirtualMachine) -> PyResult<()> {
-        let result = self.content.insert_known_hash(vm, item, hash, ());
+        let result = self.add_entry(item, hash, vm);
         Self::wrap_unhashable_error(result, item, vm)
     }
 
     fn remove(&self, item: &PyObject, vm: &VirtualMachine) -> PyResult<()> {
-        let result =
-            self.retry_op_with_frozenset(item, vm, |item, vm| self.content.delete(vm, item));
-        Self::wrap_unhashable_error(result, item, vm)
+        if self.discard(item, vm)? {
+            Ok(())
+        } else {
+            Err(vm.new_key_error(item.to_owned()))
+        }
     }
 
     fn discard(&self, item: &PyObject, vm: &VirtualMachine) -> PyResult<bool> {
-        let result = self
-            .retry_op_with_frozenset(item, vm, |item, vm| self.content.delete_if_exists(vm, item));
+        let result = self.retry_op_with_frozenset(item, vm, |item, vm| {
+            let hash = item.hash(vm)?;
+            self.discard_entry(item, hash, vm)
+        });
         Self::wrap_unhashable_error(result, item, vm)
     }
 
     fn clear(&self) {
-        self.content.clear()
+        self.content.clear();
+        self.order.lock().clear();
     }
 
+    /// The keys in CPython's iteration order.
     fn elements(&self) -> Vec<PyObjectRef> {
-        self.content.keys()
+        self.entries().into_iter().map(|(key, _)| key).collect()
     }
 
+    /// The keys from slot `position` of the order table on (an iterator's
+    /// rest).
+    fn keys_from(&self, mut position: usize) -> Vec<PyObjectRef> {
+        let order = self.ordered();
+        if !order.is_stable() {
+            drop(order);
+            return self.content.keys().into_iter().skip(position).collect();
+        }
+        let mut keys = Vec::new();
+        while let Some((next, key)) = order.next_from(position) {
+            keys.push(key);
+            position = next;
+        }
+        keys
+    }
+
+    /// `set_pop`: the first key from the table's search finger on.
     fn pop(&self, vm: &VirtualMachine) -> PyResult {
-        // TODO: should be pop_front, but that requires rearranging every index
-        if let Some((key, _)) = self.content.pop_back() {
+        let popped = {
+            let mut order = self.ordered();
+            if order.is_stable() {
+                order.pop()
+            } else {
+                // Insertion order: the newest key, as before the patch.
+                drop(order);
+                let newest = self.content.pop_back();
+                if let Some((key, ())) = &newest {
+                    let hash = key.hash(vm)?;
+                    self.order.lock().remove_identical(hash, key);
+                }
+                return match newest {
+                    Some((key, ())) => Ok(key),
+                    None => Err(vm.new_key_error(
+                        vm.ctx.new_str(ascii!("pop from an empty set")).into(),
+                    )),
+                };
+            }
+        };
+        if let Some((hash, key)) = popped {
+            self.content.delete_if_exists_known_hash(vm, &*key, hash)?;
             Ok(key)
         } else {
             let err_msg = vm.ctx.new_str(ascii!("pop from an empty set")).into();
@@ -531,6 +643,8 @@ impl PySetInner {
         }
     }
 
+    /// `set_update_internal`: a set merged, a dict's keys added after one
+    /// presizing, any other iterable's items added one by one.
     fn update_internal(&self, iterable: PyObjectRef, vm: &VirtualMachine) -> PyResult<()> {
         // check AnySet
         if let Ok(any_set) = AnySet::try_from_object(vm, iterable.to_owned()) {
@@ -549,86 +663,117 @@ impl PySetInner {
     }
 
     fn merge_set(&self, any_set: AnySet, vm: &VirtualMachine) -> PyResult<()> {
-        for (item, hash) in any_set.as_inner().content.keys_with_hashes() {
-            self.add_known_hash(&item, hash, vm)?;
-        }
-        Ok(())
+        self.merge_inner(any_set.as_inner(), vm)
     }
 
-    fn merge_dict(&self, dict: &Py<PyDict>, vm: &VirtualMachine) -> PyResult<()> {
-        for (key, hash) in dict._as_dict_inner().keys_with_hashes() {
+    /// `set_merge`: one presizing; into an empty table the other's layout
+    /// (slot for slot, or cleanly in its order), else key by key.
+    fn merge_inner(&self, other: &Self, vm: &VirtualMachine) -> PyResult<()> {
+        if PyRc::ptr_eq(&self.content, &other.content) || other.len() == 0 {
+            return Ok(());
+        }
+        let source = other.ordered().clone();
+        // The content takes the keys in the other's iteration order (its
+        // insertion order while it holds address-hashed keys).
+        let entries = other.entries();
+        let empty = {
+            let mut order = self.ordered();
+            order.presize(source.len());
+            order.fill() == 0
+        };
+        if empty {
+            for (key, hash) in entries {
+                self.content.insert_known_hash(vm, &*key, hash, ())?;
+            }
+            self.order.lock().fill_from(&source);
+            return Ok(());
+        }
+        for (key, hash) in entries {
             self.add_known_hash(&key, hash, vm)?;
         }
         Ok(())
     }
 
+    fn merge_dict(&self, dict: &Py<PyDict>, vm: &VirtualMachine) -> PyResult<()> {
+        let keys = dict._as_dict_inner().keys_with_hashes();
+        self.ordered().presize(keys.len());
+        for (key, hash) in keys {
+            self.add_known_hash(&key, hash, vm)?;
+        }
+        Ok(())
+    }
+
+    /// `set_intersection_update`: this set takes the intersection's content
+    /// and table.
     fn intersection_update(
         &self,
         others: impl core::iter::Iterator<Item = ArgIterable>,
         vm: &VirtualMachine,
     ) -> PyResult<()> {
         let temp_inner = self.intersection_multi(others, vm)?;
+        let order = temp_inner.ordered().clone();
         let content = PyRc::try_unwrap(temp_inner.content).unwrap_or_else(|table| (*table).clone());
         self.content.replace_contents(content);
+        self.order.lock().take_layout(order);
         Ok(())
     }
 
+    /// `set_difference_update_internal`: each other's keys discarded, then a
+    /// table more than a quarter dummies rebuilt.
     fn difference_update(
         &self,
         others: impl core::iter::Iterator<Item = ArgIterable>,
         vm: &VirtualMachine,
     ) -> PyResult<()> {
         for iterable in others {
-            let elements = if let Some(other_set) = extract_set(iterable.as_object()) {
+            if let Some(other_set) = extract_set(iterable.as_object()) {
                 if PyRc::ptr_eq(&self.content, &other_set.content) {
                     self.clear();
                     continue;
                 }
                 // Build the intersection first: besides bounding the work by
                 // our size, this preserves CPython's equality/error ordering.
-                Some(if other_set.len() >> 3 > self.len() {
-                    self.intersection_set(other_set, vm)?
-                        .content
-                        .keys_with_hashes()
+                let elements = if other_set.len() >> 3 > self.len() {
+                    self.intersection_set(other_set, vm)?.entries()
                 } else {
-                    other_set.content.keys_with_hashes()
-                })
-            } else {
-                Self::cached_hashes(iterable.as_object(), vm)
-            };
-            if let Some(elements) = elements {
+                    other_set.entries()
+                };
                 for (item, hash) in elements {
-                    self.content.delete_if_exists_known_hash(vm, &*item, hash)?;
+                    self.discard_entry(&item, hash, vm)?;
                 }
-                continue;
+            } else {
+                for item in iterable.iter(vm)? {
+                    let item = item?;
+                    let hash = item.hash(vm)?;
+                    self.discard_entry(&item, hash, vm)?;
+                }
             }
-            for item in iterable.iter(vm)? {
-                self.content.delete_if_exists(vm, &*item?)?;
-            }
+            self.ordered().shed_dummies();
         }
         Ok(())
     }
 
-    fn symmetric_difference_update(
+    /// `set_symmetric_difference_update`: a dict's keys or a set's keys in
+    /// their order toggled; any other iterable made a set first.
+    pub(super) fn symmetric_difference_update(
         &self,
         others: impl core::iter::Iterator<Item = ArgIterable>,
         vm: &VirtualMachine,
     ) -> PyResult<()> {
         for iterable in others {
-            if let Some(elements) = Self::cached_hashes(iterable.as_object(), vm) {
-                // the source is already duplicate-free
-                for (item, hash) in elements {
-                    self.content
-                        .delete_or_insert_known_hash(vm, &item, hash, ())?;
+            let object = iterable.as_object();
+            let entries = if let Some(other_set) = extract_set(object) {
+                if PyRc::ptr_eq(&self.content, &other_set.content) {
+                    self.clear();
+                    continue;
                 }
-                continue;
-            }
-            // We want to remove duplicates in iterable
-            let iterable_set = Self::from_iter(iterable.iter(vm)?, vm)?;
-            for (item, hash) in iterable_set.content.keys_with_hashes() {
-                self.content
-                    .delete_or_insert_known_hash(vm, &item, hash, ())?;
-            }
+                other_set.entries()
+            } else if let Some(dict) = object.downcast_ref_if_exact::<PyDict>(vm) {
+                dict._as_dict_inner().keys_with_hashes()
+            } else {
+                Self::from_iter(iterable.iter(vm)?, vm)?.entries()
+            };
+            self.toggle(entries, vm)?;
         }
         Ok(())
     }
@@ -701,6 +846,42 @@ impl PySetInner {
     }
 }
 
+/// Whether `key`'s hash is the same in every process: integers, floats,
+/// complex numbers, strings and bytes (whose hash baton does not seed per
+/// process), and tuples and frozensets of them. Other keys may hash by
+/// address (baton patch: `set_order`).
+fn has_stable_hash(key: &PyObject) -> bool {
+    let types = &Context::genesis().types;
+    let class = key.class();
+    let by_value = [
+        types.int_type,
+        types.bool_type,
+        types.float_type,
+        types.complex_type,
+        types.str_type,
+        types.bytes_type,
+    ];
+    if by_value.iter().any(|t| class.is(*t)) {
+        return true;
+    }
+    if class.is(types.tuple_type) {
+        return key
+            .downcast_ref::<super::PyTuple>()
+            .is_some_and(|tuple| tuple.iter().all(|item| has_stable_hash(item)));
+    }
+    if class.is(types.frozenset_type) {
+        return key.downcast_ref::<PyFrozenSet>().is_some_and(|frozen| {
+            frozen
+                .inner
+                .content
+                .keys()
+                .iter()
+                .all(|item| has_stable_hash(item))
+        });
+    }
+    false
+}
+
 fn extract_set(obj: &PyObject) -> Option<&PySetInner> {
     match_class!(match obj {
         ref set @ PySet => Some(&set.inner),
@@ -723,7 +904,7 @@ pub(super) fn exact_set_keys_with_hashes(
             obj.downcast_ref_if_exact::<PyFrozenSet>(vm)
                 .map(|frozen| &frozen.inner)
         })?;
-    Some(inner.content.keys_with_hashes())
+    Some(inner.entries())
 }
 
 fn reduce_set(zelf: &PyObject, vm: &VirtualMachine) -> (PyTypeRef, PyTupleRef, Option<PyDictRef>) {
@@ -808,11 +989,11 @@ impl PySet {
         vm: &VirtualMachine,
     ) -> PyResult<PyArithmeticValue<Self>> {
         if let Ok(other) = AnySet::try_from_object(vm, other) {
-            Ok(PyArithmeticValue::Implemented(self.op(
-                other,
-                PySetInner::symmetric_difference,
-                vm,
-            )?))
+            Ok(PyArithmeticValue::Implemented(Self {
+                inner: self
+                    .inner
+                    .symmetric_difference(other.into_iterable(vm)?, vm)?,
+            }))
         } else {
             Ok(PyArithmeticValue::NotImplemented)
         }
@@ -824,10 +1005,10 @@ impl PySet {
     }
 
     fn __iand__(zelf: PyRef<Self>, set: AnySet, vm: &VirtualMachine) -> PyResult<PyRef<Self>> {
-        if !set.is(zelf.as_object()) {
-            zelf.inner
-                .intersection_update(core::iter::once(set.into_iterable(vm)?), vm)?;
-        }
+        // With itself too: `set_intersection` answers a copy, whose table
+        // (presized, so maybe smaller) the set then takes, as in CPython.
+        zelf.inner
+            .intersection_update(core::iter::once(set.into_iterable(vm)?), vm)?;
         Ok(zelf)
     }
 
@@ -853,6 +1034,11 @@ impl PySet {
 
     pub fn add(&self, object: PyObjectRef, vm: &VirtualMachine) -> PyResult<()> {
         self.inner.add(&object, vm)
+    }
+
+    /// `_PySet_Update`: what `SET_UPDATE` does with its iterable.
+    pub(crate) fn update_internal(&self, iterable: PyObjectRef, vm: &VirtualMachine) -> PyResult<()> {
+        self.inner.update_internal(iterable, vm)
     }
 }
 
@@ -919,11 +1105,9 @@ impl Py<PySet> {
 
     #[pymethod]
     fn symmetric_difference(&self, other: ArgIterable, vm: &VirtualMachine) -> PyResult<PySet> {
-        self.fold_op(
-            core::iter::once(other),
-            PySetInner::symmetric_difference,
-            vm,
-        )
+        Ok(PySet {
+            inner: self.inner.symmetric_difference(other, vm)?,
+        })
     }
 
     #[pymethod]
@@ -1338,11 +1522,12 @@ impl PyFrozenSet {
         vm: &VirtualMachine,
     ) -> PyResult<PyArithmeticValue<Self>> {
         if let Ok(other) = AnySet::try_from_object(vm, other) {
-            Ok(PyArithmeticValue::Implemented(self.op(
-                other,
-                PySetInner::symmetric_difference,
-                vm,
-            )?))
+            Ok(PyArithmeticValue::Implemented(Self {
+                inner: self
+                    .inner
+                    .symmetric_difference(other.into_iterable(vm)?, vm)?,
+                ..Default::default()
+            }))
         } else {
             Ok(PyArithmeticValue::NotImplemented)
         }
@@ -1424,11 +1609,10 @@ impl Py<PyFrozenSet> {
         other: ArgIterable,
         vm: &VirtualMachine,
     ) -> PyResult<PyFrozenSet> {
-        self.fold_op(
-            core::iter::once(other),
-            PySetInner::symmetric_difference,
-            vm,
-        )
+        Ok(PyFrozenSet {
+            inner: self.inner.symmetric_difference(other, vm)?,
+            ..Default::default()
+        })
     }
 
     #[pymethod]
@@ -1654,6 +1838,9 @@ impl TryFromObject for AnySet {
 #[pyclass(module = false, name = "set_iterator")]
 pub(crate) struct PySetIterator {
     size: DictSize,
+    /// Whether it walks the order table (else the insertion order); a set
+    /// that changes mode has changed (baton patch: `set_order`).
+    in_table_order: bool,
     /// Whether the set was found to have changed, which `setiter_iternext()`
     /// records by writing a size no set can have. Sticky: what it makes the
     /// iterator answer, it answers from then on.
@@ -1679,6 +1866,7 @@ impl PySetIterator {
     fn new(set: AnySet) -> Self {
         Self {
             size: set.as_inner().content.size(),
+            in_table_order: set.as_inner().in_table_order(),
             changed: Radium::new(false),
             internal: PyMutex::new(PositionIterInternal::new(set, 0)),
         }
@@ -1715,13 +1903,7 @@ impl Py<PySetIterator> {
             (vm.ctx
                 .new_list(match &internal.status {
                     IterStatus::Exhausted => vec![],
-                    IterStatus::Active(set) => set
-                        .as_inner()
-                        .content
-                        .keys()
-                        .into_iter()
-                        .skip(internal.position)
-                        .collect(),
+                    IterStatus::Active(set) => set.as_inner().keys_from(internal.position),
                 })
                 .into(),),
         ))
@@ -1741,21 +1923,29 @@ impl IterNext for PySetIterator {
                 // change: an iterator that has raised keeps raising.
                 return (Err(mutated()), None);
             }
-            let entry = set.as_inner().content.next_entry_checked(
-                internal.position,
-                &zelf.size,
-                |key, ()| key.to_owned(),
-            );
+            let inner = set.as_inner();
+            if inner.content.has_changed_size(&zelf.size)
+                || inner.in_table_order() != zelf.in_table_order
+            {
+                zelf.changed.store(true, Ordering::Relaxed);
+                return (Err(mutated()), None);
+            }
+            let entry = if zelf.in_table_order {
+                // Positions are slots of the order table (baton patch).
+                inner.ordered().next_from(internal.position)
+            } else {
+                inner
+                    .content
+                    .next_entry_checked(internal.position, &zelf.size, |key, ()| key.to_owned())
+                    .ok()
+                    .flatten()
+            };
             match entry {
-                Err(crate::dict_inner::DictChanged) => {
-                    zelf.changed.store(true, Ordering::Relaxed);
-                    (Err(mutated()), None)
-                }
-                Ok(Some((position, key))) => {
+                Some((position, key)) => {
                     internal.position = position;
                     (Ok(PyIterReturn::Return(key)), None)
                 }
-                Ok(None) => (Ok(PyIterReturn::StopIteration(None)), internal.exhaust()),
+                None => (Ok(PyIterReturn::StopIteration(None)), internal.exhaust()),
             }
         })
     }
