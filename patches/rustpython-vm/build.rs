@@ -20,7 +20,9 @@ fn main() {
         let display = entry.display();
         println!("cargo:rerun-if-changed={display}");
     }
-    println!("cargo:rerun-if-changed=../../Lib/importlib/_bootstrap.py");
+    // (baton patch) Upstream also watches `../../Lib/importlib/_bootstrap.py`,
+    // a file of RustPython's repository; vendored, that path does not exist,
+    // and cargo would run this script again at every build.
 
     // = 3.14.0alpha
     python_version(3, 14, 0, "alpha", 0);
@@ -75,8 +77,12 @@ fn git_branch() -> String {
     git(&["name-rev", "--name-only", "HEAD"]).unwrap_or_else(|_| "unknown-branch".into())
 }
 
-fn git(args: &[&str]) -> io::Result<String> {
-    command("git", args)
+/// (baton patch) The vendored crate sits inside baton's repository, whose
+/// git state is not RustPython's and changes with every commit or dirty
+/// file: answering from it made cargo rebuild the crate whenever baton's
+/// tree changed. Built as from crates.io, with no repository.
+fn git(_args: &[&str]) -> io::Result<String> {
+    Err(io::Error::other("no RustPython repository"))
 }
 
 #[must_use]
