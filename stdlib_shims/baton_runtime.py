@@ -1666,7 +1666,8 @@ def _check_date_fields(year, month, day):
         raise ValueError("year %i is out of range" % year)
     if not 1 <= month <= 12:
         raise ValueError("month must be in 1..12")
-    if not 1 <= day <= _days_in_month(year, month):
+    import _pydatetime
+    if not 1 <= day <= _pydatetime._days_in_month(year, month):
         raise ValueError("day is out of range for month")
     return year, month, day
 
@@ -1683,12 +1684,6 @@ def _check_time_fields(hour, minute, second, microsecond, fold):
     if fold not in (0, 1):
         raise ValueError("fold must be either 0 or 1")
     return hour, minute, second, microsecond, fold
-
-
-def _days_in_month(year, month):
-    if month == 2 and year % 4 == 0 and (year % 100 != 0 or year % 400 == 0):
-        return 29
-    return (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)[month - 1]
 
 
 @classmethod
