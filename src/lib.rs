@@ -23,6 +23,7 @@ pub mod api;
 pub mod auth;
 pub mod config;
 pub mod contract;
+pub mod deep_json;
 pub mod engine;
 pub mod failure;
 pub mod journal;

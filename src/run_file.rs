@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
 
 use clap::Args;
-use serde_json::{Value, json};
+use serde_json::value::RawValue;
 
 use crate::config::defaults;
 use crate::engine::{Engine, EngineConfig, ExecutionSpec, Step};
@@ -199,7 +199,8 @@ fn answer_all(
     calls
         .iter()
         .map(|call| {
-            let input: Value = serde_json::from_str(&call.input).unwrap_or(Value::Null);
+            let input = RawValue::from_string(call.input.clone())
+                .unwrap_or_else(|_| RawValue::NULL.to_owned());
             let result = match &args.answer {
                 Some(command) => answer_by_command(command, call, &input)?,
                 None => answer_by_asking(call, &input)?,
@@ -220,7 +221,7 @@ fn answer_all(
 fn answer_by_command(
     command: &str,
     call: &CallRecord,
-    input: &Value,
+    input: &RawValue,
 ) -> Result<CallResult, RunError> {
     let problem = |problem: String| RunError::Answer {
         tool: call.tool.clone(),
@@ -233,7 +234,19 @@ fn answer_by_command(
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| problem(format!("cannot start it: {e}")))?;
-    let call_json = json!({"id": call.id, "name": call.tool, "input": input}).to_string();
+    // Serialised from a struct, not through a tree: the input keeps its text.
+    #[derive(serde::Serialize)]
+    struct Call<'a> {
+        id: &'a str,
+        name: &'a str,
+        input: &'a RawValue,
+    }
+    let call_json = serde_json::to_string(&Call {
+        id: &call.id,
+        name: &call.tool,
+        input,
+    })
+    .map_err(|e| problem(format!("cannot write its call: {e}")))?;
     if let Some(mut stdin) = child.stdin.take() {
         let _ = stdin.write_all(call_json.as_bytes());
     }
@@ -253,14 +266,21 @@ fn answer_by_command(
     if text.is_empty() {
         return Ok(CallResult::Value("null".into()));
     }
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| problem(format!("its output is not JSON ({e}): {text:.200}")))?;
-    Ok(CallResult::Value(value.to_string()))
+    json_text(text)
+        .map(CallResult::Value)
+        .map_err(|e| problem(format!("its output is not JSON ({e}): {text:.200}")))
+}
+
+/// `text` as compact JSON text, of any depth (as a client's results are
+/// read: [`crate::deep_json`]).
+fn json_text(text: &str) -> Result<String, serde_json::Error> {
+    let value: Box<RawValue> = serde_json::from_str(text)?;
+    Ok(crate::deep_json::compact(value.get()))
 }
 
 /// Asks on the terminal for a call's result (a JSON value, or `!message`
 /// for a tool error).
-fn answer_by_asking(call: &CallRecord, input: &Value) -> Result<CallResult, RunError> {
+fn answer_by_asking(call: &CallRecord, input: &RawValue) -> Result<CallResult, RunError> {
     let nobody = || RunError::NobodyToAsk {
         tool: call.tool.clone(),
     };
@@ -284,8 +304,8 @@ fn answer_by_asking(call: &CallRecord, input: &Value) -> Result<CallResult, RunE
         if let Some(message) = line.strip_prefix('!') {
             return Ok(CallResult::Error(message.trim().to_owned()));
         }
-        match serde_json::from_str::<Value>(line.trim()) {
-            Ok(value) => return Ok(CallResult::Value(value.to_string())),
+        match json_text(line.trim()) {
+            Ok(value) => return Ok(CallResult::Value(value)),
             Err(error) => {
                 let _ = writeln!(writer, "not JSON: {error}");
             }

@@ -316,7 +316,8 @@ class ToolCall:
     result.
     """
 
-    __slots__ = ("site", "input", "frame", "_state", "_awaited", "_ok", "_value", "_waiters", "_gen")
+    __slots__ = ("site", "input", "frame", "_state", "_awaited", "_ok", "_value", "_text", "_waiters",
+                 "_gen")
 
     def __init__(self, site, tool_input, frame):
         self.site = site
@@ -326,6 +327,7 @@ class ToolCall:
         self._awaited = False
         self._ok = False
         self._value = None
+        self._text = None
         self._waiters = []
         self._gen = None
         _unawaited[id(self)] = self
@@ -347,8 +349,14 @@ class ToolCall:
         if self._state != _DONE:
             self._state = _WITHDRAWN
 
-    def _resolve(self, ok, value):
-        self._state, self._ok, self._value = _DONE, ok, value
+    def _resolve(self, ok, payload):
+        """Ends the call: `payload` is the result's JSON text, or the
+        error's message."""
+        self._state, self._ok = _DONE, ok
+        if ok:
+            self._text = payload
+        else:
+            self._value = payload
         self.frame = None
         for fut in self._waiters:
             if not fut.done():
@@ -360,9 +368,16 @@ class ToolCall:
         if self._state != _DONE:
             self._register()
             _flush()
-        if self._ok:
-            return self._value
-        raise ToolError(self._value, self.site.tool)
+        if not self._ok:
+            raise ToolError(self._value, self.site.tool)
+        if self._text is not None:
+            # Read where the code first takes the value, under its frames,
+            # as CPython reads a result in the tool's coroutine: data nested
+            # deeper than the recursion limit allows raises RecursionError
+            # there (and again at each later look).
+            self._value = json.loads(self._text)
+            self._text = None
+        return self._value
 
     def __await__(self):
         if self._awaited:
@@ -834,7 +849,7 @@ def _flush():
     finally:
         _pausing.clear()
     for call, (ok, payload) in zip(batch, answers):
-        call._resolve(ok, json.loads(payload) if ok else payload)
+        call._resolve(ok, payload)
 
 
 # ---------------------------------------------------------------- event loop

@@ -22,6 +22,7 @@ use utoipa::openapi::schema::{OneOfBuilder, Ref, Schema};
 use utoipa::{PartialSchema, ToSchema};
 
 use super::error::ApiError;
+use crate::deep_json;
 use crate::program::Lang;
 /// The accepted `timeout` range, milliseconds (the service's).
 pub use crate::service::TIMEOUT_RANGE_MS;
@@ -66,7 +67,9 @@ impl RawResults {
                 "invalid request body: tool_results must be an array".into(),
             ));
         }
-        let entries: Vec<Value> = serde_json::from_str(&text).map_err(|e| {
+        // Entries as text: a result of any depth passes through as its
+        // text, the child's `json.loads` reads it (see `deep_json`).
+        let entries: Vec<&RawValue> = serde_json::from_str(&text).map_err(|e| {
             ApiError::BadRequest(format!("invalid request body: tool_results: {e}"))
         })?;
         decode_results(entries)
@@ -393,7 +396,7 @@ pub fn check_request_id(request_id: &str) -> Result<(), ApiError> {
 
 /// Decodes the entries of `tool_results`, naming the first one that is not
 /// an object with `call_id` and `result`.
-fn decode_results(entries: Vec<Value>) -> Result<Vec<ToolResult>, ApiError> {
+fn decode_results(entries: Vec<&RawValue>) -> Result<Vec<ToolResult>, ApiError> {
     entries
         .into_iter()
         .enumerate()
@@ -401,59 +404,52 @@ fn decode_results(entries: Vec<Value>) -> Result<Vec<ToolResult>, ApiError> {
         .collect()
 }
 
-fn decode_result(index: usize, entry: Value) -> Result<ToolResult, ApiError> {
+fn decode_result(index: usize, entry: &RawValue) -> Result<ToolResult, ApiError> {
     let what = |problem: String| ApiError::BadRequest(format!("tool_results[{index}]: {problem}"));
-    let Value::Object(mut fields) = entry else {
-        return Err(what(format!(
+    let fields: HashMap<String, &RawValue> = serde_json::from_str(entry.get()).map_err(|_| {
+        what(format!(
             "expected an object with call_id and result, got {}",
-            json_kind(&entry)
-        )));
-    };
-    let Some(Value::String(call_id)) = fields.get("call_id") else {
+            deep_json::kind_of(entry.get())
+        ))
+    })?;
+    let field = |name: &str| fields.get(name).filter(|value| value.get() != "null");
+    let Some(Ok(call_id)) = fields
+        .get("call_id")
+        .map(|value| serde_json::from_str::<String>(value.get()))
+    else {
         return Err(what("call_id must be a string".into()));
     };
-    let is_error = match fields.get("is_error") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(flag)) => *flag,
-        Some(other) => {
-            return Err(what(format!(
+    let is_error = match field("is_error") {
+        None => false,
+        Some(flag) => serde_json::from_str::<bool>(flag.get()).map_err(|_| {
+            what(format!(
                 "is_error must be a boolean, got {}",
-                json_kind(other)
-            )));
-        }
+                deep_json::kind_of(flag.get())
+            ))
+        })?,
+    };
+    let error_message = match field("error_message") {
+        None => None,
+        Some(message) => Some(serde_json::from_str::<String>(message.get()).map_err(|_| {
+            what(format!(
+                "error_message must be a string, got {}",
+                deep_json::kind_of(message.get())
+            ))
+        })?),
     };
     // A result left out is `None` to the code: a JavaScript client's tool
     // that returned `undefined` sends no `result` (`JSON.stringify` drops
     // it), and LibreChat's does exactly that.
-    let error_message = match fields.get("error_message") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(message)) => Some(message.clone()),
-        Some(other) => {
-            return Err(what(format!(
-                "error_message must be a string, got {}",
-                json_kind(other)
-            )));
-        }
-    };
-    let call_id = call_id.clone();
+    let result = fields.get("result").map_or_else(
+        || "null".to_owned(),
+        |value| deep_json::compact(value.get()),
+    );
     Ok(ToolResult {
         call_id,
-        result: fields.remove("result").unwrap_or(Value::Null),
+        result,
         is_error,
         error_message,
     })
-}
-
-/// "an array", "a string"...: what a JSON value is, for messages.
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 fn continuation(token: &RawValue, results: Option<&RawValue>) -> Result<ExecRequest, ApiError> {

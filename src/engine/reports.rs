@@ -4,6 +4,7 @@
 //! program that talks to the native bridge itself might, and such a report
 //! fails the execution instead of reaching the client or the store.
 
+use crate::deep_json;
 use crate::failure::Failure;
 use crate::journal::{ExecutionRecord, WorkspaceFile};
 use crate::sandbox::protocol::PendingCall;
@@ -48,23 +49,35 @@ pub(super) fn check_calls(
                 call.tool
             ));
         }
-        let input = serde_json::from_str::<serde_json::Value>(&call.input)
-            .ok()
-            .filter(serde_json::Value::is_object)
-            .ok_or_else(|| {
-                format!(
-                    "Invalid tool call to {:?}: the input is not a JSON object",
-                    call.tool
-                )
-            })?;
-        contracts[index].check(&input).map_err(|problem| {
-            format!(
-                "Invalid tool call to {:?}: its input does not match the tool's schema: {problem}",
-                call.tool
-            )
+        check_input(&call.tool, &call.input, |input| {
+            contracts[index].check(input)
         })?;
     }
     Ok(())
+}
+
+/// Checks one call's input with `check`: a JSON object, at most
+/// [`deep_json::MAX_DEPTH`] levels deep, that the check accepts.
+fn check_input(
+    tool: &str,
+    input: &str,
+    check: impl FnOnce(&serde_json::Value) -> Result<(), String>,
+) -> Result<(), String> {
+    let invalid = |problem: String| format!("Invalid tool call to {tool:?}: {problem}");
+    deep_json::with_tree(input, |input| {
+        if !input.is_object() {
+            return Err(invalid("the input is not a JSON object".into()));
+        }
+        check(&input).map_err(|problem| {
+            invalid(format!(
+                "its input does not match the tool's schema: {problem}"
+            ))
+        })
+    })
+    .map_err(|problem| match problem {
+        deep_json::TreeError::TooDeep { .. } => invalid(format!("its input: {problem}")),
+        deep_json::TreeError::NotJson(_) => invalid("the input is not a JSON object".into()),
+    })?
 }
 
 /// Bytes of inputs a pause carries.

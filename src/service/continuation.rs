@@ -44,10 +44,9 @@ const RETRY_POLL: Duration = Duration::from_millis(10);
 /// is still alive.
 const ORPHAN_CHECK_POLLS: u64 = 50;
 
-/// Each result's value as JSON text (serialised once, for the digest and
-/// the record).
+/// Each result's value as JSON text (for the digest and the record).
 fn value_texts(results: &[ToolResult]) -> Vec<String> {
-    results.iter().map(|r| r.result.to_string()).collect()
+    results.iter().map(|r| r.result.clone()).collect()
 }
 
 /// The digest of a continuation's results as the client sent them, and

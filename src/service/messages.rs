@@ -75,13 +75,15 @@ impl FileRef {
 }
 
 /// One result of a continuation.
-#[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, utoipa::ToSchema)]
 pub struct ToolResult {
     /// The call it answers.
     pub call_id: String,
-    /// The value.
+    /// The value: any JSON, of any depth (kept as its compact text, never
+    /// built into a tree on the server; the code's `json.loads` reads it).
     #[serde(default)]
-    pub result: serde_json::Value,
+    #[schema(value_type = serde_json::Value)]
+    pub result: String,
     /// Whether the tool failed.
     #[serde(default)]
     pub is_error: bool,

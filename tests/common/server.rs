@@ -208,6 +208,26 @@ impl Server {
         respond(request.send_bytes(body))
     }
 
+    /// POST raw JSON text with the test key; the answer as text (a reply
+    /// nested deeper than `serde_json`'s tree limit stays readable).
+    pub(crate) fn post_text(&self, path: &str, body: &str) -> (u16, String) {
+        let result = agent()
+            .post(&format!("{}{}", self.base, path))
+            .set("content-type", "application/json")
+            .set("x-api-key", KEY)
+            .send_string(body);
+        match result {
+            Ok(response) => (
+                response.status(),
+                response.into_string().unwrap_or_default(),
+            ),
+            Err(ureq::Error::Status(status, response)) => {
+                (status, response.into_string().unwrap_or_default())
+            }
+            Err(error) => panic!("transport error: {error}"),
+        }
+    }
+
     /// POST JSON as `key`; also returns the value of the response header
     /// `header`.
     pub(crate) fn post_reading_header(

@@ -1140,6 +1140,15 @@ enum LengthHint<'a> {
     Iterable(&'a dyn Fn() -> usize),
 }
 
+/// CPython's words: `maximum recursion depth exceeded`, then where, if
+/// anywhere, after one space (callers write `where` with or without it).
+fn recursion_message(place: &str) -> String {
+    match place.trim_start() {
+        "" => "maximum recursion depth exceeded".to_owned(),
+        place => format!("maximum recursion depth exceeded {place}"),
+    }
+}
+
 impl VirtualMachine {
     fn init_callable_cache(&mut self) -> PyResult<()> {
         self.callable_cache.len = Some(self.builtins.get_attr("len", self)?);
@@ -2588,11 +2597,29 @@ impl VirtualMachine {
     /// Used to run the body of a (possibly) recursive function. It will raise a
     /// RecursionError if recursive functions are nested far too many times,
     /// preventing a stack overflow.
-    /// `Py_EnterRecursiveCall`: bounds native recursion that pushes no Python
-    /// frame, against the native stack. That is a separate budget from the
-    /// frame limit `sys.setrecursionlimit()` sets, so nesting counted here does
-    /// not come out of what Python code has left to call with.
+    /// `Py_EnterRecursiveCall` as CPython 3.11 has it: native recursion that
+    /// pushes no Python frame (repr, comparison, `json`, `__call__`...) counts
+    /// against the same limit as Python frames (`sys.setrecursionlimit()`),
+    /// so `repr()` of a list nested 2000 deep raises `RecursionError` under
+    /// the default limit, as in 3.11; and against the native stack, as
+    /// before. (CPython 3.12 gave native recursion a budget of its own;
+    /// baton's programs are compared with 3.11.)
     pub fn with_recursion<R, F: FnOnce() -> PyResult<R>>(&self, _where: &str, f: F) -> PyResult<R> {
+        self.check_recursive_call(_where)?;
+        self.recursion_depth.update(|d| d + 1);
+        let _depth_guard = scopeguard::guard((), |()| {
+            self.recursion_depth.update(|d| d.saturating_sub(1))
+        });
+        self.with_native_recursion(_where, f)
+    }
+
+    /// The native-stack half of [`Self::with_recursion`], for recursion
+    /// CPython 3.11 does not count against the frame limit (hashing).
+    pub fn with_native_recursion<R, F: FnOnce() -> PyResult<R>>(
+        &self,
+        _where: &str,
+        f: F,
+    ) -> PyResult<R> {
         // `check_c_stack_overflow()` answers no unconditionally where the stack
         // pointer cannot be read, which would leave this guard with nothing to
         // stop. A count of the nesting stands in for the measurement there.
@@ -2604,7 +2631,7 @@ impl VirtualMachine {
 
         if counted_too_deep || self.check_c_stack_overflow() {
             return Err(
-                self.new_recursion_error(format!("maximum recursion depth exceeded {_where}"))
+                self.new_recursion_error(recursion_message(_where))
             );
         }
 
@@ -3062,7 +3089,7 @@ impl VirtualMachine {
     // To be called right before raising the recursion depth.
     fn check_recursive_call(&self, _where: &str) -> PyResult<()> {
         if self.recursion_depth.get() >= self.recursion_limit.get() {
-            Err(self.new_recursion_error(format!("maximum recursion depth exceeded {_where}")))
+            Err(self.new_recursion_error(recursion_message(_where)))
         } else {
             Ok(())
         }
