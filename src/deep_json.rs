@@ -175,6 +175,41 @@ mod tests {
         assert_eq!(a, b);
     }
 
+    fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            r#"[ "\\\[\]{}:,a-z\t\né😀]{0,12}"#.prop_map(Value::from),
+        ];
+        leaf.prop_recursive(6, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::from),
+                proptest::collection::vec((r#"[ a-z"\\{}]{0,6}"#, inner), 0..6)
+                    .prop_map(|fields| Value::Object(fields.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Any JSON, printed with whitespace everywhere, compacts to the
+        /// same value, with no whitespace left outside strings and the
+        /// depth it had.
+        #[test]
+        fn compact_of_any_pretty_json_is_the_same_value(value in any_json()) {
+            let pretty = serde_json::to_string_pretty(&value).unwrap();
+            let compacted = compact(&pretty);
+            let back: Value = serde_json::from_str(&compacted).unwrap();
+            proptest::prop_assert_eq!(&back, &value);
+            proptest::prop_assert_eq!(&compacted, &value.to_string());
+            proptest::prop_assert_eq!(depth(&compacted), depth(&pretty));
+        }
+    }
+
     #[test]
     fn kind_of_names_the_first_token() {
         let kinds: Vec<_> = [" [1]", "{}", "\"s\"", "true", "false", "null", "-1"]

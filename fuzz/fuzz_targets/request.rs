@@ -91,7 +91,12 @@ fn check_results(pending: &PendingRound, results: Vec<baton::service::ToolResult
                     }
                     CallResult::Value(json) => {
                         assert!(!given.is_error);
-                        assert_eq!(json, &given.result.to_string());
+                        assert_eq!(json, &given.result);
+                        // Compacted, still JSON: what the child's json reads.
+                        assert!(
+                            serde_json::from_str::<&serde_json::value::RawValue>(json).is_ok(),
+                            "{json}"
+                        );
                     }
                 }
             }

@@ -275,18 +275,24 @@ impl PySetInner {
             order.candidates(hash)
         };
         let mut found = None;
-        if let [(index, _)] = candidates[..] {
-            found = Some(index);
+        if let [(index, ref key)] = candidates[..] {
+            found = Some((index, key.clone()));
         } else {
             for (index, key) in candidates {
                 if key.is(item) || vm.bool_eq(&key, item)? {
-                    found = Some(index);
+                    found = Some((index, key));
                     break;
                 }
             }
         }
-        if let Some(index) = found {
-            self.order.lock().take_at(index);
+        // An `__eq__` above may have changed the set (cleared it, say):
+        // the slot is taken only if the table is still in step and the
+        // slot still holds the key; else `ordered` rebuilds the table.
+        if let Some((index, key)) = found {
+            let mut order = self.order.lock();
+            if order.len() == self.content.len() + 1 {
+                order.take_key_at(index, &key);
+            }
         }
         Ok(true)
     }
@@ -685,7 +691,14 @@ impl PySetInner {
             for (key, hash) in entries {
                 self.content.insert_known_hash(vm, &*key, hash, ())?;
             }
-            self.order.lock().fill_from(&source);
+            // An `__eq__` above may have changed this set (cleared it,
+            // say): the layout is copied only onto the table it was sized
+            // for; else the table is out of step and `ordered` rebuilds it.
+            let mut order = self.order.lock();
+            if order.fill() == 0 && self.content.len() == source.len() {
+                order.presize(source.len());
+                order.fill_from(&source);
+            }
             return Ok(());
         }
         for (key, hash) in entries {

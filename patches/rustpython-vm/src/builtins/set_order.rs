@@ -217,6 +217,11 @@ impl SetOrder {
             self.unstable = other.unstable;
             return;
         }
+        if other.used * 5 >= self.mask() * 3 {
+            // Not presized (never so from `merge`): room first, so that
+            // every key finds an empty slot.
+            self.resize(other.used * 2);
+        }
         self.fill = other.used;
         self.used = other.used;
         self.unstable = other.unstable;
@@ -250,9 +255,15 @@ impl SetOrder {
         }
     }
 
-    /// `set_discard_entry` once the slot is known: a dummy in its place.
-    pub(crate) fn take_at(&mut self, index: usize) {
-        self.take(index);
+    /// `set_discard_entry` once the slot is known: a dummy in its place,
+    /// if the slot still holds `key` (the slot was found before an
+    /// `__eq__` ran, which may have changed the table since). Whether it
+    /// did.
+    pub(crate) fn take_key_at(&mut self, index: usize, key: &PyObjectRef) -> bool {
+        match self.slots.get(index) {
+            Some(Slot::Full(_, held, _)) if held.is(key) => self.take(index).is_some(),
+            _ => false,
+        }
     }
 
     fn take(&mut self, index: usize) -> Option<(PyHash, PyObjectRef)> {
