@@ -55,28 +55,14 @@ pub enum TreeError {
 pub fn depth(text: &str) -> usize {
     let mut deepest = 0usize;
     let mut open = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for byte in text.bytes() {
-        if in_string {
-            match (escaped, byte) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
+    for_each_char(text, |ch, in_string| match ch {
+        '[' | '{' if !in_string => {
+            open += 1;
+            deepest = deepest.max(open);
         }
-        match byte {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                open += 1;
-                deepest = deepest.max(open);
-            }
-            b']' | b'}' => open = open.saturating_sub(1),
-            _ => {}
-        }
-    }
+        ']' | '}' if !in_string => open = open.saturating_sub(1),
+        _ => {}
+    });
     deepest
 }
 
@@ -85,23 +71,33 @@ pub fn depth(text: &str) -> usize {
 /// `RawValue` is).
 pub fn compact(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
+    for_each_char(text, |ch, in_string| {
+        if in_string || !matches!(ch, ' ' | '\t' | '\n' | '\r') {
+            out.push(ch);
+        }
+    });
+    out
+}
+
+/// Gives each character of `text` to `visit` with whether it is part of a
+/// string (its quotes included).
+fn for_each_char(text: &str, mut visit: impl FnMut(char, bool)) {
     let mut in_string = false;
     let mut escaped = false;
     for ch in text.chars() {
         if in_string {
+            visit(ch, true);
             match (escaped, ch) {
                 (true, _) => escaped = false,
                 (false, '\\') => escaped = true,
                 (false, '"') => in_string = false,
                 _ => {}
             }
-            out.push(ch);
-        } else if !matches!(ch, ' ' | '\t' | '\n' | '\r') {
+        } else {
             in_string = ch == '"';
-            out.push(ch);
+            visit(ch, in_string);
         }
     }
-    out
 }
 
 /// "an array", "a string"...: what the JSON text `text` holds, from its

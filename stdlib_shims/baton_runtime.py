@@ -1674,6 +1674,30 @@ def _normal_samples(self, n, *, seed=None):
     return [gauss(mu, sigma) for i in range(n)]
 
 
+def _geometric_mean(data):
+    """CPython 3.11's `statistics.geometric_mean` (3.12 took zeros and
+    worded its errors otherwise)."""
+    try:
+        return math.exp(statistics.fmean(map(math.log, data)))
+    except ValueError:
+        raise statistics.StatisticsError('geometric mean requires a non-empty dataset '
+                                         'containing positive numbers') from None
+
+
+def _quantiles_of(real):
+    """CPython 3.11's `statistics.quantiles`: fewer than two data points is
+    an error (3.13 repeats a single one)."""
+    def quantiles(data, *, n=4, method='exclusive'):
+        if n < 1:
+            raise statistics.StatisticsError('n must be at least 1')
+        data = sorted(data)
+        if len(data) < 2:
+            raise statistics.StatisticsError('must have at least two data points')
+        return real(data, n=n, method=method)
+    quantiles.__module__ = "statistics"
+    return quantiles
+
+
 def _check_date_fields(year, month, day):
     """`datetime`'s date checks in the words of CPython's C module."""
     year, month, day = operator.index(year), operator.index(month), operator.index(day)
@@ -1765,6 +1789,10 @@ def _install_cpython311_words():
         return
     decimal.Context._raise_error = _decimal_signal(decimal.Context._raise_error)
     statistics.NormalDist.samples = _normal_samples
+    _geometric_mean.__name__ = _geometric_mean.__qualname__ = "geometric_mean"
+    _geometric_mean.__module__ = "statistics"
+    statistics.geometric_mean = _geometric_mean
+    statistics.quantiles = _quantiles_of(statistics.quantiles)
     import _pydatetime
     _pydatetime._check_date_fields = _check_date_fields
     _pydatetime._check_time_fields = _check_time_fields

@@ -196,3 +196,36 @@ print(ended)
     );
     assert_eq!(baton, "300\n");
 }
+
+#[test]
+fn frozensets_nested_deep_are_added_in_linear_time() {
+    // Whether a key's hash is stable (set_order's rule) was once decided by
+    // walking a frozenset's keys, and theirs: a frozenset of the 40
+    // ordinals before it (von Neumann's) holds 2^40 of them in all, and
+    // adding it to a set took longer than any time limit. Found by
+    // `test_set`'s test_hash_effectiveness through the regression sweep.
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("ordinals.py");
+    let source = "\
+s = frozenset()
+for _ in range(40):
+    s = s | {s}
+bag = {s, 1}
+print(len(s), len(bag), s in bag, sorted(len(x) for x in s)[-3:])
+";
+    std::fs::write(&path, source).unwrap_or_else(|e| panic!("{e}"));
+    let cpython = output_of(Command::new("python3").arg(&path));
+    assert_eq!(cpython, "40 2 True [37, 38, 39]\n");
+    let baton = output_of(
+        Command::new("setsid")
+            .args([
+                "--wait",
+                env!("CARGO_BIN_EXE_baton"),
+                "run",
+                "--timeout-ms",
+                "20000",
+            ])
+            .arg(&path),
+    );
+    assert_eq!(baton, cpython);
+}

@@ -883,14 +883,12 @@ fn has_stable_hash(key: &PyObject) -> bool {
             .is_some_and(|tuple| tuple.iter().all(|item| has_stable_hash(item)));
     }
     if class.is(types.frozenset_type) {
-        return key.downcast_ref::<PyFrozenSet>().is_some_and(|frozen| {
-            frozen
-                .inner
-                .content
-                .keys()
-                .iter()
-                .all(|item| has_stable_hash(item))
-        });
+        // Its table counted its keys' stability as they came in: one look,
+        // not a walk (frozensets of frozensets, nested n deep, hold 2^n
+        // of them in all).
+        return key
+            .downcast_ref::<PyFrozenSet>()
+            .is_some_and(|frozen| frozen.inner.ordered().is_stable());
     }
     false
 }
