@@ -4,6 +4,7 @@
 //! program that talks to the native bridge itself might, and such a report
 //! fails the execution instead of reaching the client or the store.
 
+use crate::contract::SharedContract;
 use crate::deep_json;
 use crate::failure::Failure;
 use crate::journal::{ExecutionRecord, WorkspaceFile};
@@ -49,26 +50,20 @@ pub(super) fn check_calls(
                 call.tool
             ));
         }
-        check_input(&call.tool, &call.input, |input| {
-            contracts[index].check(input)
-        })?;
+        check_input(&call.tool, &call.input, &contracts[index])?;
     }
     Ok(())
 }
 
-/// Checks one call's input with `check`: a JSON object, at most
-/// [`deep_json::MAX_DEPTH`] levels deep, that the check accepts.
-fn check_input(
-    tool: &str,
-    input: &str,
-    check: impl FnOnce(&serde_json::Value) -> Result<(), String>,
-) -> Result<(), String> {
+/// Checks one call's input: a JSON object, at most
+/// [`deep_json::MAX_DEPTH`] levels deep, that its tool's contract accepts.
+fn check_input(tool: &str, input: &str, contract: &SharedContract) -> Result<(), String> {
     let invalid = |problem: String| format!("Invalid tool call to {tool:?}: {problem}");
     deep_json::with_tree(input, |input| {
         if !input.is_object() {
             return Err(invalid("the input is not a JSON object".into()));
         }
-        check(&input).map_err(|problem| {
+        contract.check(&input).map_err(|problem| {
             invalid(format!(
                 "its input does not match the tool's schema: {problem}"
             ))
