@@ -76,10 +76,20 @@ def check(python, tool_input, checks):
     for name, value in tool_input.items():
         schema = checks.get(name)
         if schema:
+            if len(schema) == 1 and value.__class__ is _EXACTLY.get(schema.get("type")):
+                # The common case, settled without a call: a scalar of
+                # exactly the one type its schema names.
+                continue
             problem = _problem(value, schema, "'%s'" % name)
             if problem is not None:
                 kind, text = problem
                 raise kind("%s() argument %s" % (python, text))
+
+
+#: A schema's only keyword `type`, and the one class whose values it takes
+#: without a look at the value (`bool` is not `int` here, nor `int` a
+#: `number`: those go the long way).
+_EXACTLY = {"string": str, "boolean": bool, "integer": int, "number": float, "null": type(None)}
 
 
 def _kind(value):

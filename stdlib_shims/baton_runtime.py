@@ -46,6 +46,7 @@ import decimal
 import weakref
 import reprlib
 import types
+import contextvars
 
 import _baton
 import baton_contract as _contract
@@ -304,6 +305,9 @@ def _asked_by_machinery(depth):
     return name.startswith(_MACHINERY)
 
 
+_Future = asyncio.Future
+
+
 class ToolCall:
     """One call of a tool, as the program sees it: a coroutine.
 
@@ -375,7 +379,7 @@ class ToolCall:
             # as CPython reads a result in the tool's coroutine: data nested
             # deeper than the recursion limit allows raises RecursionError
             # there (and again at each later look).
-            self._value = json.loads(self._text)
+            self._value = _decode_result(self._text)
             self._text = None
         return self._value
 
@@ -389,7 +393,7 @@ class ToolCall:
             if loop is None:
                 _flush()
             else:
-                fut = loop.create_future()
+                fut = _Future(loop=loop)
                 self._waiters.append(fut)
                 try:
                     yield from fut
@@ -761,6 +765,18 @@ class Site:
         return text
 
 
+#: The native scanner `json.loads` ends in, called directly: a result's
+#: text is the server's compact JSON (`deep_json::compact`), one value with
+#: nothing around it, so `loads`' layers (type checks, whitespace, the end)
+#: have nothing to do; nesting deeper than the recursion limit raises
+#: RecursionError from the scanner, as through `loads`.
+_scan_result = json.decoder.JSONDecoder().scan_once
+
+
+def _decode_result(text):
+    return _scan_result(text, 0)[0]
+
+
 def _jsonable(value):
     if isinstance(value, ToolCall):
         return value.result()
@@ -796,14 +812,17 @@ def _frame_summary(frame):
         if kind not in _RENDERABLE or name.startswith("__") or name in _hidden_names:
             continue
         if kind in _CONTAINERS and len(value) > 50:
-            text = _LOCALS_ENCODER.encode("<%s of %d items>" % (kind.__name__, len(value)))
+            text = _string_json("<%s of %d items>" % (kind.__name__, len(value)))
         else:
             text = _baton.dumps(value)
             if text is None:
                 continue
             if len(text) > 200:
-                text = _LOCALS_ENCODER.encode(text[:197] + "...")
-        parts.append(_LOCALS_ENCODER.encode(name) + ": " + text)
+                text = _string_json(text[:197] + "...")
+        key = _baton.dumps(name)  # inline: once per local at every pause
+        if key is None:
+            key = _LOCALS_ENCODER.encode(name)
+        parts.append(key + ": " + text)
     return (frame.f_code.co_name, frame.f_lineno, "{" + ", ".join(parts) + "}")
 
 
@@ -812,6 +831,13 @@ _CONTAINERS = (list, dict, tuple)
 
 
 _LOCALS_ENCODER = json.JSONEncoder()
+
+
+def _string_json(text):
+    """A string as JSON, natively (its text as is), or by `json` for the
+    strings the native encoder leaves to it (lone surrogates)."""
+    encoded = _baton.dumps(text)
+    return _LOCALS_ENCODER.encode(text) if encoded is None else encoded
 
 
 _hidden_names = set()
@@ -880,6 +906,11 @@ class _IdleSelector:
         pass
 
 
+_Handle = asyncio.events.Handle
+_new_handle = object.__new__
+_copy_context = contextvars.copy_context
+
+
 class EventLoop(asyncio.base_events.BaseEventLoop):
     """asyncio's base loop with no I/O: idle means 'pause for tool calls'."""
 
@@ -889,6 +920,25 @@ class EventLoop(asyncio.base_events.BaseEventLoop):
 
     def _process_events(self, event_list):
         pass
+
+    def call_soon(self, callback, *args, context=None):
+        """BaseEventLoop's, in one call where it took five (`_check_closed`,
+        `_call_soon`, `Handle.__init__` and its `get_debug`): the same
+        `Handle`, filled in place. In debug mode, BaseEventLoop's own."""
+        if self._debug:
+            return super().call_soon(callback, *args, context=context)
+        if self._closed:
+            raise RuntimeError('Event loop is closed')
+        handle = _new_handle(_Handle)
+        handle._context = _copy_context() if context is None else context
+        handle._loop = self
+        handle._callback = callback
+        handle._args = args
+        handle._cancelled = False
+        handle._repr = None
+        handle._source_traceback = None
+        self._ready.append(handle)
+        return handle
 
     def run_until_complete(self, future):
         """BaseEventLoop's, without run_forever's stop machinery: runs

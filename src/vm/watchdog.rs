@@ -6,6 +6,11 @@
 //!
 //! Invariant: the watchdog is armed only while code runs live; a pause
 //! disarms it, so time spent waiting for the client never counts.
+//! Invariant: the watchdog thread is woken only when a deadline comes
+//! earlier than the moment it already sleeps until: disarming, and arming
+//! for a later deadline (every resume after a pause), leave it asleep, and
+//! when it wakes it reads the current watch. A round costs its thread no
+//! wake-up.
 
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -59,13 +64,31 @@ pub enum Watch {
     },
 }
 
+impl Watch {
+    /// The next moment the watchdog has something to do, if any.
+    fn next_deadline(self) -> Option<Instant> {
+        match self {
+            Watch::Idle => None,
+            Watch::Armed { soft, .. } => Some(soft),
+            Watch::Fired { hard } => Some(hard),
+        }
+    }
+}
+
+/// The watch and when the watchdog thread will next look at it by itself
+/// (`None`: not before it is woken).
+struct Watching {
+    watch: Watch,
+    wakes_at: Option<Instant>,
+}
+
 /// State shared between the interpreter thread and the watchdog thread.
 pub struct Shared {
     /// Captured output.
     pub output: Mutex<Output>,
     /// The write half of the socket (frames are written whole under this lock).
     pub writer: Mutex<UnixStream>,
-    watch: Mutex<Watch>,
+    watch: Mutex<Watching>,
     wake: Condvar,
     /// Set when the soft time limit fired: however the code handled the
     /// interrupt (a bare `except`, a thread that swallows it), the
@@ -79,17 +102,28 @@ impl Shared {
         Arc::new(Shared {
             output: Mutex::new(Output::default()),
             writer: Mutex::new(writer),
-            watch: Mutex::new(Watch::Idle),
+            watch: Mutex::new(Watching {
+                watch: Watch::Idle,
+                wakes_at: None,
+            }),
             wake: Condvar::new(),
             timed_out: AtomicBool::new(false),
         })
     }
 
-    /// Arms, disarms or re-arms the watchdog.
+    /// Arms, disarms or re-arms the watchdog; wakes its thread only when the
+    /// new deadline comes before the moment it sleeps until.
     pub fn set_watch(&self, watch: Watch) {
         if let Ok(mut current) = self.watch.lock() {
-            *current = watch;
-            self.wake.notify_all();
+            current.watch = watch;
+            let sooner = match (watch.next_deadline(), current.wakes_at) {
+                (None, _) => false,
+                (Some(_), None) => true,
+                (Some(deadline), Some(wakes_at)) => deadline < wakes_at,
+            };
+            if sooner {
+                self.wake.notify_all();
+            }
         }
     }
 
@@ -113,32 +147,33 @@ pub fn spawn_watchdog(shared: Arc<Shared>, interrupt: impl Fn() + Send + 'static
 }
 
 fn watchdog_loop(shared: &Shared, interrupt: &dyn Fn()) {
-    let Ok(mut watch) = shared.watch.lock() else {
+    let Ok(mut watching) = shared.watch.lock() else {
         return;
     };
     loop {
         let now = Instant::now();
-        let wait = match *watch {
+        let wait = match watching.watch {
             Watch::Idle => None,
             Watch::Armed { soft, hard } if now >= soft => {
-                *watch = Watch::Fired { hard };
+                watching.watch = Watch::Fired { hard };
                 shared.timed_out.store(true, Ordering::SeqCst);
                 interrupt();
                 Some(hard.saturating_duration_since(now))
             }
             Watch::Armed { soft, .. } => Some(soft - now),
             Watch::Fired { hard } if now >= hard => {
-                drop(watch);
+                drop(watching);
                 hard_timeout(shared);
             }
             Watch::Fired { hard } => Some(hard - now),
         };
-        watch = match wait {
-            None => match shared.wake.wait(watch) {
+        watching.wakes_at = wait.map(|duration| now + duration);
+        watching = match wait {
+            None => match shared.wake.wait(watching) {
                 Ok(guard) => guard,
                 Err(_) => return,
             },
-            Some(duration) => match shared.wake.wait_timeout(watch, duration) {
+            Some(duration) => match shared.wake.wait_timeout(watching, duration) {
                 Ok((guard, _)) => guard,
                 Err(_) => return,
             },
