@@ -8,6 +8,9 @@ start, a continue to a pause, a continue to the end and the `/exec`.
 
 Usage: python3 benches/breakdown.py [path/to/baton] [iterations]
 (standard library only; the binary defaults to target/release/baton).
+`BATON_BREAKDOWN_TAIL=1` also prints each step's median over the slowest 2%
+of each kind of request beside its median over all: where a slow start's
+time went.
 """
 
 import http.client
@@ -22,6 +25,8 @@ import tempfile
 import time
 
 GAP = float(os.environ.get("BATON_BREAKDOWN_GAP_MS", "30")) / 1000
+# Also print each step over the slowest 2% of each kind of request.
+TAIL = os.environ.get("BATON_BREAKDOWN_TAIL") == "1"
 # A PostgreSQL URL to keep executions in instead of the embedded store.
 STORE = os.environ.get("BATON_BREAKDOWN_STORE")
 UNITS = {"ns": 1e-3, "µs": 1.0, "ms": 1e3, "s": 1e6}
@@ -71,20 +76,29 @@ def micros(text):
 
 
 def requests_of(log_lines):
-    """Groups span closes into requests: a programmatic request ends with
-    `respond`, an `/exec` with its top-level `start`."""
-    requests, current = [], {}
+    """Groups span closes into requests: each request's operator line
+    (`request=...`) ends it, with the `respond` span that closes right
+    after it."""
+    requests, current, ended = [], {}, False
     for line in log_lines:
+        if " request=" in line:
+            ended = True
+            continue
         if "close time.busy" not in line:
             continue
         fields = line.split()
         name = fields[2].rstrip(":")
+        if ended and name != "respond":
+            requests.append(current)
+            current, ended = {}, False
         busy = micros(fields[4].split("=")[1])
         idle = micros(fields[5].split("=")[1])
         current[name] = current.get(name, 0.0) + busy + idle
-        if name == "respond" or (name == "start" and "auth" not in current):
+        if ended:
             requests.append(current)
-            current = {}
+            current, ended = {}, False
+    if current:
+        requests.append(current)
     return requests
 
 
@@ -137,6 +151,28 @@ def main():
             cells.append(f"{statistics.median(values):.0f}" if values else "—")
         print(f"| `{name}` | " + " | ".join(cells) + " |")
     print("requests:", {kind: len(requests) for kind, requests in kinds.items()})
+    if TAIL:
+        print_tail(kinds, names)
+
+
+def print_tail(kinds, names):
+    """Each step's median over the slowest 2% of each kind of request (by
+    its longest span, the whole request), beside its median over all."""
+    print()
+    print("| step (slowest 2% / all, µs) | " + " | ".join(kinds) + " |")
+    print("|---|" + "---|" * len(kinds))
+    slowest = {}
+    for kind, requests in kinds.items():
+        ranked = sorted(requests, key=lambda r: max(r.values()))
+        slowest[kind] = ranked[-max(1, len(ranked) // 50):]
+    for name in names:
+        cells = []
+        for kind, requests in kinds.items():
+            tail = [r[name] for r in slowest[kind] if name in r]
+            every = [r[name] for r in requests if name in r]
+            cells.append(f"{statistics.median(tail):.0f} / {statistics.median(every):.0f}"
+                         if tail else "—")
+        print(f"| `{name}` | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -624,7 +624,7 @@ class Server:
                 raise StartFailed(f"{self.label} did not answer GET /health in 60 s; "
                                   f"stderr tail:\n{tail(self.stderr_path)}")
             time.sleep(0.1)
-        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        self.reconnect()
         # baton's zygote ignores SIGCHLD, so the kernel reaps its children and
         # their CPU never reaches anyone's cutime: count them by the control
         # group baton puts the zygote and every child in, where there is one.
@@ -641,6 +641,12 @@ class Server:
         if self.cgroup:
             return f"server process + control group {os.path.dirname(self.cgroup[0])}"
         return "server process tree"
+
+    def reconnect(self):
+        """A fresh keep-alive connection: each measure starts on one, since a
+        server may close a connection left idle during another system's
+        measure (baton closes one idle past its header-read timeout)."""
+        self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
 
     def post(self, path, body):
         """(status, raw reply, ms) of one POST of `body` (bytes)."""
@@ -832,6 +838,7 @@ def measure_appends(server):
     each pause k of APPEND_PAUSES, the continue that produced it:
     {k: (ms, write_bytes, wchar, own write_bytes, own wchar)}."""
     body = json.dumps({"code": FETCH, "tools": FETCH_TOOLS}).encode()
+    server.reconnect()
     time.sleep(GAP)
     status, raw, _ = server.post("/exec/programmatic", body)
     reply = json.loads(raw)
@@ -878,6 +885,8 @@ def measure_latency(servers, systems, echo, iterations):
     """{system: {kind: [ms]}}, and the echo floor's [ms] (or None)."""
     times = {s: {k: [] for k in KINDS} for s in systems}
     floor = [] if echo else None
+    for server in [servers[s] for s in systems] + ([echo] if echo else []):
+        server.reconnect()
     rotation = systems + (["echo"] if echo else [])
     for iteration in range(iterations + 3):
         shift = iteration % len(rotation)

@@ -814,7 +814,10 @@ def _frame_summary(frame):
         if kind in _CONTAINERS and len(value) > 50:
             text = _string_json("<%s of %d items>" % (kind.__name__, len(value)))
         else:
-            text = _baton.dumps(value)
+            # At most the first 804 bytes (201 characters or more): what a
+            # value holds past its first 200 characters is never shown, nor
+            # encoded.
+            text = _baton.preview(value, 804)
             if text is None:
                 continue
             if len(text) > 200:

@@ -633,6 +633,35 @@ fn cancel_stops_an_execution() {
     );
 }
 
+/// What the paused frame shows of a local whose JSON runs past 200
+/// characters: its first 197 and `...`, as the full text cut there would
+/// give (the runtime encodes only the start of it, so a local holding
+/// megabytes costs a pause what a small one does).
+#[test]
+fn inspect_shows_the_start_of_a_large_local() {
+    let (_dir, server) = server(&[]);
+    let code = "rows = ['x' * 300000, 'y' * 5]\nnested = {'k': list(range(100000))}\naccents = 'é' * 1000\nfaces = '\\U0001F600' * 300\nsmall = [1, 2.5, None, True]\nprint(await get_weather(city='Bern'))\n";
+    let reply = start(&server, code);
+    let id = reply["execution_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let (status, view) = server.get(&format!("/executions/{id}"), Some(KEY));
+    assert_eq!(status, 200, "{view}");
+    let cut = |value: serde_json::Value| {
+        let text = value.to_string();
+        format!("{}...", text.chars().take(197).collect::<String>())
+    };
+    let expected = json!({
+        "rows": cut(json!(["x".repeat(300_000), "yyyyy"])),
+        "nested": cut(json!({"k": (0..100_000).collect::<Vec<u32>>()})),
+        "accents": cut(json!("é".repeat(1000))),
+        "faces": cut(json!("\u{1F600}".repeat(300))),
+        "small": [1, 2.5, null, true],
+    });
+    assert_eq!(view["frame"]["locals"], expected);
+}
+
 #[test]
 fn inspect_shows_the_paused_frame_to_its_owner_only() {
     let (_dir, server) = server(&[]);

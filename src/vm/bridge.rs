@@ -290,6 +290,13 @@ pub mod _baton {
         crate::vm::to_json::dumps(&value, vm)
     }
 
+    /// The start of a plain value's compact JSON text, in time bounded by
+    /// `cap` (see [`crate::vm::to_json::preview`]), or `None`.
+    #[pyfunction]
+    fn preview(value: PyObjectRef, cap: usize, vm: &VirtualMachine) -> Option<String> {
+        crate::vm::to_json::preview(&value, vm, cap)
+    }
+
     /// The workspace the code starts with, as `(name, bytes)` pairs; empty
     /// the second time and with no execution.
     #[pyfunction]

@@ -74,3 +74,133 @@ fn sequence(
         .collect::<Option<Vec<_>>>()
         .map(Value::Array)
 }
+
+/// The start of `obj`'s compact JSON text, in time bounded by `cap`, not by
+/// the value's size: the whole text when it is at most `cap` bytes long,
+/// else a prefix of it of at least `cap` bytes (cut at a character
+/// boundary, so at least `cap / 4` characters). `None` for a value
+/// [`dumps`] would refuse. The paused frame's locals are shown this way at
+/// every pause: a local holding megabytes of tool results costs a pause
+/// what a small one does.
+pub fn preview(obj: &PyObject, vm: &VirtualMachine, cap: usize) -> Option<String> {
+    let mut out = Capped {
+        bytes: Vec::new(),
+        cap,
+    };
+    let value = Plain {
+        obj,
+        vm,
+        depth: 0,
+        cap,
+    };
+    match serde_json::to_writer(&mut out, &value) {
+        Ok(()) => {}
+        Err(error) if error.is_io() => {}
+        Err(_) => return None,
+    }
+    match std::str::from_utf8(&out.bytes) {
+        Ok(text) => Some(text.to_owned()),
+        Err(error) => std::str::from_utf8(&out.bytes[..error.valid_up_to()])
+            .ok()
+            .map(str::to_owned),
+    }
+}
+
+/// A writer that takes bytes until it holds more than `cap`, then fails
+/// (which ends the serialisation).
+struct Capped {
+    bytes: Vec<u8>,
+    cap: usize,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.bytes.len() > self.cap {
+            return Err(std::io::Error::other("capped"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A Python value serialised as [`to_value`] would convert it, without the
+/// tree: strings longer than the cap are cut to `cap + 1` characters (their
+/// text then runs past the cap, so the cut never shows in the prefix).
+struct Plain<'a> {
+    obj: &'a PyObject,
+    vm: &'a VirtualMachine,
+    depth: usize,
+    cap: usize,
+}
+
+impl Plain<'_> {
+    fn inner<'b>(&'b self, obj: &'b PyObject) -> Plain<'b> {
+        Plain {
+            obj,
+            vm: self.vm,
+            depth: self.depth + 1,
+            cap: self.cap,
+        }
+    }
+}
+
+impl serde::Serialize for Plain<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeMap, SerializeSeq};
+        let (obj, vm) = (self.obj, self.vm);
+        let not_plain = || S::Error::custom("not a plain value");
+        if self.depth > MAX_DEPTH {
+            return Err(not_plain());
+        }
+        if vm.is_none(obj) {
+            return serializer.serialize_unit();
+        }
+        if let Some(text) = obj.downcast_ref::<PyStr>() {
+            let text = text.to_str().ok_or_else(not_plain)?;
+            let end = text
+                .char_indices()
+                .nth(self.cap + 1)
+                .map_or(text.len(), |(at, _)| at);
+            return serializer.serialize_str(&text[..end]);
+        }
+        if obj.class().is(vm.ctx.types.bool_type) {
+            return serializer.serialize_bool(obj.is(&vm.ctx.true_value));
+        }
+        if obj.downcast_ref::<PyInt>().is_some() || obj.downcast_ref::<PyFloat>().is_some() {
+            // Numbers as `to_value` takes them (64-bit ints, finite floats).
+            return to_value(obj, vm, self.depth)
+                .ok_or_else(not_plain)?
+                .serialize(serializer);
+        }
+        if let Some(list) = obj.downcast_ref::<PyList>() {
+            // Item by item, not a copy of the list: the cap may end it early.
+            let mut seq = serializer.serialize_seq(None)?;
+            let mut index = 0;
+            while let Some(item) = list.borrow_vec().get(index).cloned() {
+                seq.serialize_element(&self.inner(&item))?;
+                index += 1;
+            }
+            return seq.end();
+        }
+        if let Some(tuple) = obj.downcast_ref::<PyTuple>() {
+            let mut seq = serializer.serialize_seq(Some(tuple.len()))?;
+            for item in tuple.as_slice() {
+                seq.serialize_element(&self.inner(item))?;
+            }
+            return seq.end();
+        }
+        if let Some(dict) = obj.downcast_ref::<PyDict>() {
+            let mut map = serializer.serialize_map(None)?;
+            for (key, value) in dict {
+                let key = key.downcast_ref::<PyStr>().and_then(|key| key.to_str());
+                map.serialize_entry(key.ok_or_else(not_plain)?, &self.inner(&value))?;
+            }
+            return map.end();
+        }
+        Err(not_plain())
+    }
+}

@@ -133,6 +133,12 @@ class FakeBaton(types.ModuleType):
             return None
         return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
+    def preview(self, value, cap):
+        # src/vm/to_json.rs gives the whole text up to `cap` bytes, else a
+        # prefix of at least `cap`; the whole text reads the same to the
+        # runtime, which shows only the first 200 characters.
+        return self.dumps(value)
+
     def workspace(self):
         return []
 
