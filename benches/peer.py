@@ -701,20 +701,30 @@ def own_cpu_seconds(pid):
     return sum(int(x) for x in fields[11:15]) / TICK
 
 
-def zygote_of(pid):
-    """The pid of baton's `zygote` child of `pid`, or None."""
+def children_of():
+    """{parent pid: [child pids]} of every live process."""
+    children = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat") as f:
                 ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                is_zygote = b"zygote" in f.read().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    return children
+
+
+def zygote_of(pid):
+    """The pid of baton's `zygote` child of `pid`, or None."""
+    for child in children_of().get(pid, []):
+        try:
+            with open(f"/proc/{child}/cmdline", "rb") as f:
+                if b"zygote" in f.read().split(b"\0"):
+                    return child
         except OSError:
             continue
-        if ppid == pid and is_zygote:
-            return int(entry)
     return None
 
 
@@ -797,16 +807,7 @@ def io_counters(pid):
 
 def tree_pids(root):
     """`root` and every live descendant."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
+    children = children_of()
     out, stack = [], [root]
     while stack:
         pid = stack.pop()

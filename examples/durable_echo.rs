@@ -77,26 +77,6 @@ async fn health() -> StatusCode {
     StatusCode::OK
 }
 
-/// Resolves at SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
-    }
-}
-
-/// Opens the file, binds the address and serves until a signal.
 async fn run(args: Args) -> Result<(), String> {
     let file = std::fs::OpenOptions::new()
         .create(true)
@@ -117,7 +97,7 @@ async fn run(args: Args) -> Result<(), String> {
         max_per_address: 1024,
         header_timeout: Duration::from_secs(30),
     };
-    serve(listener, router, limits, shutdown_signal()).await;
+    serve(listener, router, limits, baton::server::shutdown_signal()).await;
     Ok(())
 }
 

@@ -329,7 +329,9 @@ fn spawn_sweeper(state: Arc<AppState>, every: Duration) {
     });
 }
 
-async fn shutdown_signal() {
+/// Resolves at SIGINT or SIGTERM (also used by `examples/durable_echo.rs`,
+/// so the floor it measures shuts down as baton does).
+pub async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

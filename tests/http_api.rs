@@ -633,6 +633,18 @@ fn cancel_stops_an_execution() {
     );
 }
 
+/// Starts `code`, then inspects its execution as its owner: its id and view.
+fn started_and_inspected(server: &Server, code: &str) -> (String, Value) {
+    let reply = start(server, code);
+    let id = reply["execution_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let (status, view) = server.get(&format!("/executions/{id}"), Some(KEY));
+    assert_eq!(status, 200, "{view}");
+    (id, view)
+}
+
 /// What the paused frame shows of a local whose JSON runs past 200
 /// characters: its first 197 and `...`, as the full text cut there would
 /// give (the runtime encodes only the start of it, so a local holding
@@ -641,13 +653,7 @@ fn cancel_stops_an_execution() {
 fn inspect_shows_the_start_of_a_large_local() {
     let (_dir, server) = server(&[]);
     let code = "rows = ['x' * 300000, 'y' * 5]\nnested = {'k': list(range(100000))}\naccents = 'é' * 1000\nfaces = '\\U0001F600' * 300\nsmall = [1, 2.5, None, True]\nprint(await get_weather(city='Bern'))\n";
-    let reply = start(&server, code);
-    let id = reply["execution_id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    let (status, view) = server.get(&format!("/executions/{id}"), Some(KEY));
-    assert_eq!(status, 200, "{view}");
+    let (_, view) = started_and_inspected(&server, code);
     let cut = |value: serde_json::Value| {
         let text = value.to_string();
         format!("{}...", text.chars().take(197).collect::<String>())
@@ -666,13 +672,7 @@ fn inspect_shows_the_start_of_a_large_local() {
 fn inspect_shows_the_paused_frame_to_its_owner_only() {
     let (_dir, server) = server(&[]);
     let code = "def lookup(city):\n    count = 3\n    label = 'x' * 5\n    return get_weather(city=city)\nprint(await lookup('Bern'))\n";
-    let reply = start(&server, code);
-    let id = reply["execution_id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    let (status, view) = server.get(&format!("/executions/{id}"), Some(KEY));
-    assert_eq!(status, 200, "{view}");
+    let (id, view) = started_and_inspected(&server, code);
     assert_eq!(view["status"], "paused");
     assert_eq!(view["round"], 1);
     assert_eq!(view["pending_calls"][0]["name"], "get-weather");
