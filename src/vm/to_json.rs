@@ -8,71 +8,19 @@
 //! NaN, a non-string key, a cycle) gives `None`, and the runtime falls back
 //! to Python's `json` with its exact rules and errors. Floats keep a decimal
 //! point or an exponent (`2.0`, `1e16`), so they stay floats for the reader.
+//! Invariant: those rules are written once ([`Plain`]), serialised straight
+//! into the text, whole ([`dumps`]) or up to a cap ([`preview`]).
 
 use rustpython_vm::builtins::{PyDict, PyFloat, PyInt, PyList, PyStr, PyTuple};
 use rustpython_vm::{AsObject, PyObject, VirtualMachine};
-use serde_json::{Map, Number, Value};
+use serde_json::Number;
 
 /// Deeper values go to the Python path (which reports recursion properly).
 pub const MAX_DEPTH: usize = 100;
 
 /// The JSON text of `obj`, or `None` when the Python path must decide.
 pub fn dumps(obj: &PyObject, vm: &VirtualMachine) -> Option<String> {
-    serde_json::to_string(&to_value(obj, vm, 0)?).ok()
-}
-
-fn to_value(obj: &PyObject, vm: &VirtualMachine, depth: usize) -> Option<Value> {
-    if depth > MAX_DEPTH {
-        return None;
-    }
-    if vm.is_none(obj) {
-        return Some(Value::Null);
-    }
-    if let Some(text) = obj.downcast_ref::<PyStr>() {
-        return text.to_str().map(|s| Value::String(s.to_owned()));
-    }
-    if obj.class().is(vm.ctx.types.bool_type) {
-        return Some(Value::Bool(obj.is(&vm.ctx.true_value)));
-    }
-    if let Some(int) = obj.downcast_ref::<PyInt>() {
-        let value = int.as_bigint();
-        return i64::try_from(value)
-            .map(Number::from)
-            .or_else(|_| u64::try_from(value).map(Number::from))
-            .ok()
-            .map(Value::Number);
-    }
-    if let Some(float) = obj.downcast_ref::<PyFloat>() {
-        return Number::from_f64(float.to_f64()).map(Value::Number);
-    }
-    if let Some(list) = obj.downcast_ref::<PyList>() {
-        let items = list.borrow_vec().to_vec();
-        return sequence(&items, vm, depth);
-    }
-    if let Some(tuple) = obj.downcast_ref::<PyTuple>() {
-        return sequence(tuple.as_slice(), vm, depth);
-    }
-    if let Some(dict) = obj.downcast_ref::<PyDict>() {
-        let mut map = Map::new();
-        for (key, value) in dict {
-            let key = key.downcast_ref::<PyStr>()?.to_str()?.to_owned();
-            map.insert(key, to_value(&value, vm, depth + 1)?);
-        }
-        return Some(Value::Object(map));
-    }
-    None
-}
-
-fn sequence(
-    items: &[rustpython_vm::PyObjectRef],
-    vm: &VirtualMachine,
-    depth: usize,
-) -> Option<Value> {
-    items
-        .iter()
-        .map(|item| to_value(item, vm, depth + 1))
-        .collect::<Option<Vec<_>>>()
-        .map(Value::Array)
+    serde_json::to_string(&Plain::new(obj, vm, usize::MAX)).ok()
 }
 
 /// The start of `obj`'s compact JSON text, in time bounded by `cap`, not by
@@ -87,13 +35,7 @@ pub fn preview(obj: &PyObject, vm: &VirtualMachine, cap: usize) -> Option<String
         bytes: Vec::new(),
         cap,
     };
-    let value = Plain {
-        obj,
-        vm,
-        depth: 0,
-        cap,
-    };
-    match serde_json::to_writer(&mut out, &value) {
+    match serde_json::to_writer(&mut out, &Plain::new(obj, vm, cap)) {
         Ok(()) => {}
         Err(error) if error.is_io() => {}
         Err(_) => return None,
@@ -127,9 +69,10 @@ impl std::io::Write for Capped {
     }
 }
 
-/// A Python value serialised as [`to_value`] would convert it, without the
-/// tree: strings longer than the cap are cut to `cap + 1` characters (their
-/// text then runs past the cap, so the cut never shows in the prefix).
+/// A Python value serialised by the rules above, without a tree: strings
+/// of more than `cap` bytes are cut to `cap + 1` characters (their text
+/// then runs past the cap, so the cut never shows in a capped prefix; with
+/// no cap, `usize::MAX`, nothing is cut).
 struct Plain<'a> {
     obj: &'a PyObject,
     vm: &'a VirtualMachine,
@@ -137,7 +80,16 @@ struct Plain<'a> {
     cap: usize,
 }
 
-impl Plain<'_> {
+impl<'a> Plain<'a> {
+    fn new(obj: &'a PyObject, vm: &'a VirtualMachine, cap: usize) -> Plain<'a> {
+        Plain {
+            obj,
+            vm,
+            depth: 0,
+            cap,
+        }
+    }
+
     fn inner<'b>(&'b self, obj: &'b PyObject) -> Plain<'b> {
         Plain {
             obj,
@@ -146,6 +98,19 @@ impl Plain<'_> {
             cap: self.cap,
         }
     }
+}
+
+/// An `int` that fits 64 bits or a finite `float`, as a JSON number.
+fn number(obj: &PyObject) -> Option<Number> {
+    if let Some(int) = obj.downcast_ref::<PyInt>() {
+        let value = int.as_bigint();
+        return i64::try_from(value)
+            .map(Number::from)
+            .or_else(|_| u64::try_from(value).map(Number::from))
+            .ok();
+    }
+    obj.downcast_ref::<PyFloat>()
+        .and_then(|float| Number::from_f64(float.to_f64()))
 }
 
 impl serde::Serialize for Plain<'_> {
@@ -161,9 +126,12 @@ impl serde::Serialize for Plain<'_> {
         }
         if let Some(text) = obj.downcast_ref::<PyStr>() {
             let text = text.to_str().ok_or_else(not_plain)?;
+            if text.len() <= self.cap {
+                return serializer.serialize_str(text);
+            }
             let end = text
                 .char_indices()
-                .nth(self.cap + 1)
+                .nth(self.cap.saturating_add(1))
                 .map_or(text.len(), |(at, _)| at);
             return serializer.serialize_str(&text[..end]);
         }
@@ -171,13 +139,10 @@ impl serde::Serialize for Plain<'_> {
             return serializer.serialize_bool(obj.is(&vm.ctx.true_value));
         }
         if obj.downcast_ref::<PyInt>().is_some() || obj.downcast_ref::<PyFloat>().is_some() {
-            // Numbers as `to_value` takes them (64-bit ints, finite floats).
-            return to_value(obj, vm, self.depth)
-                .ok_or_else(not_plain)?
-                .serialize(serializer);
+            return number(obj).ok_or_else(not_plain)?.serialize(serializer);
         }
         if let Some(list) = obj.downcast_ref::<PyList>() {
-            // Item by item, not a copy of the list: the cap may end it early.
+            // Item by item, not a copy of the list: a cap may end it early.
             let mut seq = serializer.serialize_seq(None)?;
             let mut index = 0;
             while let Some(item) = list.borrow_vec().get(index).cloned() {
